@@ -1,0 +1,282 @@
+"""World specs: the declarative description of one synthetic property graph.
+
+A spec is a YAML file in ``graphs/specs/`` (one per world). Its format::
+
+    world: ancient_empire          # identifier, equal to the file name without .yaml
+    title: Ancient Empire
+    split: benchmark               # benchmark | training
+    seed: 1101                     # default generator seed
+    topology: directed cycle ...   # one line saying what structure the world exercises
+    nodes:
+      - label: Emperor
+        count: 24                  # multiplied by the scale factor
+        key: name                  # the unique display property (indexed, used to link edges)
+        properties:
+          - {name: name, type: string, gen: name, patterns: ["{w} {w}"], similar: 0.1}
+          - {name: born, type: int, min: -300, max: 200}
+          - {name: treasury, type: float, min: 1000, max: 90000, decimals: 2}
+          - {name: dynasty, type: string, values: [Aurel, Corvin], weights: [2, 1]}
+          - {name: epithet, type: string, values: [the Bold, the Wise], null_rate: 0.4}
+          - {name: deified, type: bool, p: 0.3}
+          - {name: crowned, type: date, min: "0900-01-01", max: "0990-12-31"}
+          - {name: code, type: string, gen: serial, pattern: "EMP-{n:03d}"}
+    relationships:
+      - type: RULES
+        from: Emperor
+        to: Province
+        per_target: [1, 1]         # every Province gets exactly one ruler   (or per_source: [a, b])
+        properties:
+          - {name: since, type: int, min: 100, max: 900}
+      - type: SERVES_UNDER         # a self-relationship laid out in levels (hierarchies, citations)
+        from: Official
+        to: Official
+        layered: {levels: 6, per_source: [1, 1]}
+
+Value generators: ``gen: name`` (invented words filling ``patterns``; ``similar`` is the share of
+names derived from another name of the same label, for entity-resolution practice), ``gen: serial``
+(``pattern`` formatted with the 1-based index ``n``), ``values`` (categorical, optional ``weights``),
+numeric ``min``/``max`` (``decimals`` for floats), ``p`` for booleans, ``min``/``max`` ISO dates.
+``null_rate`` makes a property optional: that share of nodes lack it. Edge strategies:
+``per_source: [a, b]`` (each source links to a..b distinct targets), ``per_target: [a, b]`` (each target
+is reached from a..b distinct sources), ``layered`` (self-relationships only: nodes sit in ``levels``
+levels; each node below the top links to one node of the level above plus up to ``per_source[1] - 1``
+more in any higher level, so the longest chain has exactly ``levels - 1`` hops).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SPLITS = ("benchmark", "training")
+TYPES = ("string", "int", "float", "bool", "date")
+
+
+class SpecError(ValueError):
+    """A world spec is malformed; the message names the world and the offending entry."""
+
+
+@dataclass(frozen=True)
+class PropertySpec:
+    name: str
+    type: str
+    gen: str | None = None  # name | serial | None (values / numeric / bool / date by type)
+    values: tuple[Any, ...] = ()
+    weights: tuple[float, ...] = ()
+    min: Any = None
+    max: Any = None
+    decimals: int = 2
+    p: float = 0.5
+    patterns: tuple[str, ...] = ()
+    pattern: str | None = None
+    similar: float = 0.0
+    null_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    label: str
+    count: int
+    key: str
+    properties: tuple[PropertySpec, ...]
+
+
+@dataclass(frozen=True)
+class RelationshipSpec:
+    type: str
+    source: str
+    target: str
+    per_source: tuple[int, int] | None = None
+    per_target: tuple[int, int] | None = None
+    levels: int | None = None  # layered strategy
+    properties: tuple[PropertySpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    world: str
+    title: str
+    split: str
+    seed: int
+    topology: str
+    nodes: tuple[NodeSpec, ...]
+    relationships: tuple[RelationshipSpec, ...] = field(default=())
+
+    def node(self, label: str) -> NodeSpec:
+        for node in self.nodes:
+            if node.label == label:
+                return node
+        raise KeyError(label)
+
+    @property
+    def labels(self) -> list[str]:
+        return [n.label for n in self.nodes]
+
+    @property
+    def relationship_types(self) -> list[str]:
+        return sorted({r.type for r in self.relationships})
+
+
+def _fail(world: str, where: str, message: str) -> SpecError:
+    return SpecError(f"world spec {world!r}, {where}: {message}")
+
+
+def _pair(world: str, where: str, value: Any) -> tuple[int, int]:
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, int) and v >= 0 for v in value) or value[0] > value[1]):
+        raise _fail(world, where, f"expected [min, max] of non-negative integers, got {value!r}")
+    return int(value[0]), int(value[1])
+
+
+def _property(world: str, where: str, raw: dict) -> PropertySpec:
+    if not isinstance(raw, dict) or "name" not in raw or "type" not in raw:
+        raise _fail(world, where, f"a property needs 'name' and 'type', got {raw!r}")
+    where = f"{where}.{raw['name']}"
+    known = set(PropertySpec.__dataclass_fields__)
+    unknown = set(raw) - known
+    if unknown:
+        raise _fail(world, where, f"unknown keys {sorted(unknown)}")
+    if raw["type"] not in TYPES:
+        raise _fail(world, where, f"type must be one of {TYPES}, got {raw['type']!r}")
+    kwargs = dict(raw)
+    for key in ("values", "weights", "patterns"):
+        if key in kwargs:
+            kwargs[key] = tuple(kwargs[key])
+    prop = PropertySpec(**kwargs)
+    if prop.gen not in (None, "name", "serial"):
+        raise _fail(world, where, f"gen must be 'name' or 'serial', got {prop.gen!r}")
+    if prop.gen == "name" and (prop.type != "string" or not prop.patterns):
+        raise _fail(world, where, "gen: name needs type string and a non-empty 'patterns' list")
+    if prop.gen == "serial" and (prop.type != "string" or not prop.pattern):
+        raise _fail(world, where, "gen: serial needs type string and a 'pattern'")
+    if prop.gen is None and not prop.values and prop.type in ("int", "float", "date"):
+        if prop.min is None or prop.max is None:
+            raise _fail(world, where, f"a {prop.type} property needs 'min' and 'max' (or 'values')")
+        if prop.type == "date":
+            lo, hi = _to_date(world, where, prop.min), _to_date(world, where, prop.max)
+            if lo > hi:
+                raise _fail(world, where, "min is after max")
+        elif prop.min > prop.max:
+            raise _fail(world, where, "min is greater than max")
+    if prop.gen is None and prop.type == "string" and not prop.values:
+        raise _fail(world, where, "a string property needs 'values', gen: name or gen: serial")
+    if prop.weights and len(prop.weights) != len(prop.values):
+        raise _fail(world, where, "'weights' must have one entry per value")
+    if not 0.0 <= prop.null_rate < 1.0 or not 0.0 <= prop.similar < 1.0:
+        raise _fail(world, where, "null_rate and similar must lie in [0, 1)")
+    return prop
+
+
+def _to_date(world: str, where: str, value: Any) -> dt.date:
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError as exc:
+        raise _fail(world, where, f"not an ISO date: {value!r}") from exc
+
+
+def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
+    """Validate a spec mapping (as read from YAML) and return the typed spec."""
+    if not isinstance(raw, dict):
+        raise SpecError(f"{source}: a world spec must be a mapping")
+    world = raw.get("world")
+    if not isinstance(world, str) or not world.isidentifier() or world != world.lower():
+        raise SpecError(f"{source}: 'world' must be a lower-case identifier, got {world!r}")
+    for key in ("title", "split", "seed", "topology", "nodes"):
+        if key not in raw:
+            raise _fail(world, "top level", f"missing {key!r}")
+    if raw["split"] not in SPLITS:
+        raise _fail(world, "split", f"must be one of {SPLITS}")
+    nodes = []
+    for i, n in enumerate(raw["nodes"]):
+        where = f"nodes[{i}]"
+        for key in ("label", "count", "key", "properties"):
+            if key not in n:
+                raise _fail(world, where, f"missing {key!r}")
+        props = tuple(_property(world, f"{n['label']}", p) for p in n["properties"])
+        names = [p.name for p in props]
+        if len(set(names)) != len(names):
+            raise _fail(world, n["label"], "duplicate property names")
+        key_prop = next((p for p in props if p.name == n["key"]), None)
+        if key_prop is None or key_prop.gen not in ("name", "serial") or key_prop.null_rate:
+            raise _fail(world, n["label"], "'key' must name a non-null gen: name or gen: serial property")
+        if not isinstance(n["count"], int) or n["count"] < 1:
+            raise _fail(world, n["label"], "count must be a positive integer")
+        nodes.append(NodeSpec(label=n["label"], count=n["count"], key=n["key"], properties=props))
+    labels = [n.label for n in nodes]
+    if len(set(labels)) != len(labels):
+        raise _fail(world, "nodes", "duplicate labels")
+    rels = []
+    for i, r in enumerate(raw.get("relationships") or []):
+        where = f"relationships[{i}]"
+        for key in ("type", "from", "to"):
+            if key not in r:
+                raise _fail(world, where, f"missing {key!r}")
+        where = f"relationship {r['type']} ({r['from']}->{r['to']})"
+        if r["from"] not in labels or r["to"] not in labels:
+            raise _fail(world, where, "'from' and 'to' must be labels of this world")
+        strategies = [k for k in ("per_source", "per_target", "layered") if k in r]
+        if len(strategies) != 1:
+            raise _fail(world, where, "give exactly one of per_source, per_target, layered")
+        per_source = per_target = None
+        levels = None
+        if "per_source" in r:
+            per_source = _pair(world, where, r["per_source"])
+        elif "per_target" in r:
+            per_target = _pair(world, where, r["per_target"])
+        else:
+            if r["from"] != r["to"]:
+                raise _fail(world, where, "layered is for self-relationships (from == to)")
+            layered = r["layered"]
+            levels = layered.get("levels")
+            if not isinstance(levels, int) or levels < 2:
+                raise _fail(world, where, "layered.levels must be an integer >= 2")
+            per_source = _pair(world, where, layered.get("per_source", [1, 1]))
+            if per_source[0] < 1:
+                raise _fail(world, where, "layered.per_source must start at 1 or more")
+        props = tuple(_property(world, where, p) for p in r.get("properties") or [])
+        for p in props:
+            if p.gen is not None:
+                raise _fail(world, where, "relationship properties cannot use gen: name/serial")
+        rels.append(RelationshipSpec(type=r["type"], source=r["from"], target=r["to"],
+                                     per_source=per_source, per_target=per_target,
+                                     levels=levels, properties=props))
+    return WorldSpec(world=world, title=str(raw["title"]), split=raw["split"], seed=int(raw["seed"]),
+                     topology=str(raw["topology"]), nodes=tuple(nodes), relationships=tuple(rels))
+
+
+def load_spec_file(path: str | Path) -> WorldSpec:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from exc
+    spec = parse_spec(raw, source=str(path))
+    if spec.world != path.stem:
+        raise SpecError(f"{path}: 'world' is {spec.world!r} but the file is named {path.stem!r}")
+    return spec
+
+
+def spec_dir() -> Path:
+    return Path(str(resources.files("graphs") / "specs"))
+
+
+def all_specs(split: str | None = None) -> list[WorldSpec]:
+    """Every shipped world spec (benchmark worlds first, then training), optionally of one split."""
+    specs = [load_spec_file(p) for p in sorted(spec_dir().glob("*.yaml"))]
+    specs.sort(key=lambda s: (SPLITS.index(s.split), s.world))
+    return [s for s in specs if split is None or s.split == split]
+
+
+def get_spec(world: str) -> WorldSpec:
+    path = spec_dir() / f"{world}.yaml"
+    if not path.is_file():
+        known = ", ".join(s.world for s in all_specs())
+        raise SpecError(f"unknown world {world!r}; known worlds: {known}")
+    return load_spec_file(path)
