@@ -79,25 +79,33 @@ def _word(rng: random.Random) -> str:
 
 
 def _names(prop: PropertySpec, count: int, rng: random.Random) -> list[str]:
-    """Unique invented names; a share ``similar`` are near-copies of an earlier name."""
+    """Unique invented names; a share ``similar`` are near-copies of an earlier name.
+
+    A near-copy changes the ending of one invented word only (never the pattern's fixed words), so
+    "Temple of Varos" may gain a sibling "Temple of Varen".
+    """
     names: list[str] = []
+    parts_of: list[list[tuple[str, bool]]] = []  # per name: (text, invented?) pieces
     seen: set[str] = set()
     while len(names) < count:
-        if names and rng.random() < prop.similar:
-            base = rng.choice(names)
-            words = base.split(" ")
-            i = rng.randrange(len(words))
-            if len(words[i]) > 3 and words[i][0].isupper():
-                words[i] = words[i][:-1] + rng.choice(_SIMILAR_SUFFIXES)
-            candidate = " ".join(words)
+        if parts_of and rng.random() < prop.similar:
+            parts = list(rng.choice(parts_of))
+            invented = [i for i, (text, inv) in enumerate(parts) if inv and len(text) > 3]
+            if not invented:
+                continue
+            i = rng.choice(invented)
+            parts[i] = (parts[i][0][:-1] + rng.choice(_SIMILAR_SUFFIXES), True)
         else:
-            pattern = rng.choice(prop.patterns)
-            candidate = pattern
-            while "{w}" in candidate:
-                candidate = candidate.replace("{w}", _word(rng), 1)
+            pieces = rng.choice(prop.patterns).split("{w}")
+            parts = [(pieces[0], False)]
+            for fixed in pieces[1:]:
+                parts.append((_word(rng), True))
+                parts.append((fixed, False))
+        candidate = "".join(text for text, _ in parts)
         if candidate not in seen:
             seen.add(candidate)
             names.append(candidate)
+            parts_of.append(parts)
     return names
 
 
@@ -157,6 +165,14 @@ def _level_sizes(n: int, levels: int) -> list[int]:
     return sizes
 
 
+def _sample_excluding(rng: random.Random, n: int, k: int, excluded: int | None) -> list[int]:
+    """k distinct ints from range(n) without ``excluded``, in O(k) (no candidate list)."""
+    if excluded is None:
+        return sorted(rng.sample(range(n), min(k, n)))
+    picks = rng.sample(range(n - 1), min(k, n - 1))
+    return sorted(p + 1 if p >= excluded else p for p in picks)
+
+
 def _edges(rel: RelationshipSpec, n_source: int, n_target: int, rng: random.Random) -> list[tuple[int, int]]:
     same = rel.source == rel.target
     edges: list[tuple[int, int]] = []
@@ -165,26 +181,21 @@ def _edges(rel: RelationshipSpec, n_source: int, n_target: int, rng: random.Rand
         sizes = _level_sizes(n_source, levels)
         starts = [sum(sizes[:k]) for k in range(levels)]
         for k in range(1, levels):
-            above = range(starts[k - 1], starts[k - 1] + sizes[k - 1])
-            higher = list(range(0, starts[k]))
             for node in range(starts[k], starts[k] + sizes[k]):
-                parent = rng.choice(above)
-                targets = {parent}
+                parent = starts[k - 1] + rng.randrange(sizes[k - 1])
                 extra = rng.randint(*rel.per_source) - 1
-                pool = [t for t in higher if t != parent]
-                targets.update(rng.sample(pool, min(extra, len(pool))))
+                # extra links go to any higher level (indices below this level's start)
+                targets = {parent, *_sample_excluding(rng, starts[k], extra, parent)}
                 edges.extend((node, t) for t in sorted(targets))
         return edges
     if rel.per_source is not None:
         for s in range(n_source):
-            pool = [t for t in range(n_target) if not (same and t == s)]
-            k = min(rng.randint(*rel.per_source), len(pool))
-            edges.extend((s, t) for t in sorted(rng.sample(pool, k)))
+            targets = _sample_excluding(rng, n_target, rng.randint(*rel.per_source), s if same else None)
+            edges.extend((s, t) for t in targets)
         return edges
     for t in range(n_target):
-        pool = [s for s in range(n_source) if not (same and s == t)]
-        k = min(rng.randint(*rel.per_target), len(pool))
-        edges.extend((s, t) for s in sorted(rng.sample(pool, k)))
+        sources = _sample_excluding(rng, n_source, rng.randint(*rel.per_target), t if same else None)
+        edges.extend((s, t) for s in sources)
     return edges
 
 

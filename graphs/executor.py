@@ -1,0 +1,337 @@
+"""The safe executor: the only way model-written Cypher reaches a database.
+
+Contract of ``SafeExecutor.run(query)`` (and of ``execute(world, query)``): it never raises for
+anything about the query or the database; it returns a ``QueryResult`` whose ``error`` is ``None``
+or a ``QueryError`` with one of these kinds:
+
+- ``syntax``      the text is not a Cypher query Neo4j accepts (also: empty, malformed unicode, NUL);
+- ``refused``     the query is not a plain read (any of the three guards below said no);
+- ``timeout``     it ran past its time limit (server-side transaction timeout, and a client deadline);
+- ``memory``      Neo4j stopped it at the per-transaction memory cap;
+- ``too_large``   the query text, one value or the whole result is over its size cap;
+- ``runtime``     Neo4j raised an error while running it (type errors, division by zero, …);
+- ``unavailable`` the database could not be reached after retries: infrastructure, not the model.
+
+Read-only by three independent guards: a lexical deny list (``graphs.cypher_guard``), the query
+type reported by ``EXPLAIN`` must be ``r``, and the query runs in a READ-mode transaction that is
+always rolled back. Rows are capped by fetching at most ``max_rows + 1`` records (the query text is
+never rewritten) and ``truncated`` says whether more existed. Values are normalized by
+``graphs.values.normalize``. Only infrastructure failures (connection refused or dropped, transient
+server errors) are retried, with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import neo4j
+from neo4j.exceptions import (ClientError, DatabaseError, DriverError, Neo4jError, ServiceUnavailable,
+                              SessionExpired, TransientError)
+
+from graphs import connections
+from graphs.cypher_guard import GuardRefusal, check_read_only
+from graphs.spec import get_spec
+from graphs.values import normalize
+
+ERROR_KINDS = ("syntax", "refused", "timeout", "memory", "too_large", "runtime", "unavailable")
+
+DEFAULT_TIMEOUT_S = 120.0  # the paper's per-query limit; training uses far less
+DEFAULT_MAX_ROWS = 1000
+DEFAULT_MAX_VALUE_BYTES = 1 << 20
+DEFAULT_MAX_RESULT_BYTES = 16 << 20
+DEFAULT_MAX_QUERY_CHARS = 100_000
+CLIENT_GRACE_S = 2.0  # the client deadline trails the server-side timeout by this much
+
+
+@dataclass(frozen=True)
+class QueryError:
+    kind: str
+    message: str
+
+
+@dataclass
+class QueryResult:
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
+    truncated: bool = False
+    elapsed_ms: float = 0.0
+    error: QueryError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["error"] = asdict(self.error) if self.error else None
+        return d
+
+
+class _Failure(Exception):
+    """Internal: a classified failure of one attempt."""
+
+    def __init__(self, kind: str, message: str, retry: bool = False):
+        super().__init__(message)
+        self.kind, self.message, self.retry = kind, message, retry
+
+
+def _approx_size(value: Any) -> int:
+    """Rough serialized size in bytes of a normalized value (cheaper than json.dumps)."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, list):
+        return 2 + sum(_approx_size(v) + 1 for v in value)
+    if isinstance(value, dict):
+        return 2 + sum(len(k) + 4 + _approx_size(v) for k, v in value.items())
+    return 8
+
+
+_EXPLAIN = "EXPLAIN "
+_POSITION = re.compile(r"line (\d+), column (\d+) \(offset: (\d+)\)")
+
+
+def _unprefixed(message: str) -> str:
+    """Neo4j's syntax message for ``EXPLAIN q`` rewritten to point into ``q`` itself."""
+    n = len(_EXPLAIN)
+
+    def shift(m: re.Match) -> str:
+        line, column, offset = (int(g) for g in m.groups())
+        column = max(1, column - n) if line == 1 else column
+        return f"line {line}, column {column} (offset: {max(0, offset - n)})"
+
+    lines = message.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith('"' + _EXPLAIN):
+            lines[i] = '"' + line[1 + n:]
+            if i + 1 < len(lines) and lines[i + 1].strip() == "^":
+                lines[i + 1] = lines[i + 1][n:]
+    return _POSITION.sub(shift, "\n".join(lines), count=1)
+
+
+def _classify(exc: Neo4jError, timeout: float) -> _Failure:
+    code = exc.code or ""
+    message = exc.message or str(exc)
+    if "SyntaxError" in code:
+        return _Failure("syntax", message)
+    if "TimedOut" in code or ("Terminated" in code and "timeout" in message.lower()):
+        return _Failure("timeout", f"the query ran past its {timeout:g} s time limit")
+    if "Memory" in code:
+        return _Failure("memory", message)
+    if code.endswith(("Statement.AccessMode", "Security.Forbidden", "Statement.ExternalResourceFailed",
+                      "Procedure.ProcedureNotFound")) or "Security" in code:
+        return _Failure("refused", message)
+    if isinstance(exc, TransientError):
+        return _Failure("unavailable", f"transient server error: {message}", retry=True)
+    if isinstance(exc, (ClientError, DatabaseError)):
+        return _Failure("runtime", message)
+    return _Failure("runtime", message)
+
+
+class SafeExecutor:
+    """Runs read-only Cypher on one world with timeouts, caps and retries (see module docstring)."""
+
+    _query_types: OrderedDict = OrderedDict()  # (uri, database, query) -> EXPLAIN query type
+    _query_types_lock = threading.Lock()
+    _pool = ThreadPoolExecutor(max_workers=128, thread_name_prefix="cypher")
+
+    def __init__(self, world: str, *, timeout: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
+                 max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+                 max_query_chars: int = DEFAULT_MAX_QUERY_CHARS, retries: int = 3, backoff: float = 0.25,
+                 target: connections.Target | None = None):
+        if timeout <= 0 or max_rows < 0:
+            raise ValueError("timeout must be positive and max_rows non-negative")
+        self.world = world
+        self.timeout = timeout
+        self.max_rows = max_rows
+        self.max_value_bytes = max_value_bytes
+        self.max_result_bytes = max_result_bytes
+        self.max_query_chars = max_query_chars
+        self.retries = retries
+        self.backoff = backoff
+        self._target = target
+
+    @property
+    def target(self) -> connections.Target:
+        if self._target is None:
+            self._target = connections.resolve(self.world)
+        return self._target
+
+    # -- input checks -------------------------------------------------------------------------
+    def _check_input(self, query: Any) -> str:
+        if not isinstance(query, str):
+            raise _Failure("syntax", f"the query must be text, got {type(query).__name__}")
+        if len(query) > self.max_query_chars:
+            raise _Failure("too_large", f"the query is {len(query)} characters long; the limit is "
+                                        f"{self.max_query_chars}")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _Failure("syntax", f"the query is not valid unicode text (unpaired surrogate at "
+                                     f"position {exc.start})") from None
+        if "\x00" in query:
+            raise _Failure("syntax", "the query contains a NUL character")
+        text = query.strip()
+        if text.endswith(";"):
+            text = text[:-1].rstrip()
+        if not text:
+            raise _Failure("syntax", "the query is empty")
+        try:
+            check_read_only(text)
+        except GuardRefusal as exc:
+            raise _Failure("refused", str(exc)) from None
+        return text
+
+    # -- one attempt ----------------------------------------------------------------------------
+    def _query_type(self, tx, target, query: str, params: dict) -> str:
+        key = (target.uri, target.database, query)
+        with self._query_types_lock:
+            qtype = self._query_types.get(key)
+            if qtype is not None:
+                self._query_types.move_to_end(key)
+                return qtype
+        qtype = tx.run("EXPLAIN " + query, params).consume().query_type
+        with self._query_types_lock:
+            self._query_types[key] = qtype
+            if len(self._query_types) > 20_000:
+                self._query_types.popitem(last=False)
+        return qtype
+
+    def _attempt(self, query: str, params: dict, timeout: float, max_rows: int) -> QueryResult:
+        target = self.target
+        drv = connections.driver(target)
+        streaming = False
+        t0 = time.perf_counter()
+        try:
+            with drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS,
+                             fetch_size=max_rows + 1) as session:
+                tx = session.begin_transaction(timeout=timeout)
+                try:
+                    try:
+                        qtype = self._query_type(tx, target, query, params)
+                    except Neo4jError as exc:
+                        failure = _classify(exc, timeout)
+                        if failure.kind == "syntax":
+                            failure.message = _unprefixed(failure.message)
+                        raise failure from None
+                    if qtype != "r":
+                        raise _Failure("refused", f"the query is not read-only (Neo4j reports query type "
+                                                  f"{qtype!r}); only reads are allowed")
+                    result = tx.run(query, params)
+                    streaming = True
+                    columns = list(result.keys())
+                    rows: list[list[Any]] = []
+                    total = 0
+                    truncated = False
+                    for record in result:
+                        if len(rows) == max_rows:
+                            truncated = True
+                            break
+                        row = [normalize(v) for v in record.values()]
+                        for col, value in zip(columns, row):
+                            size = _approx_size(value)
+                            if size > self.max_value_bytes:
+                                raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
+                                                            f"is about {size} bytes; the cap is {self.max_value_bytes}")
+                            total += size
+                        if total > self.max_result_bytes:
+                            raise _Failure("too_large", f"the result is over {self.max_result_bytes} bytes "
+                                                        f"after {len(rows)} rows")
+                        rows.append(row)
+                finally:
+                    if not tx.closed():
+                        tx.rollback()
+        except _Failure:
+            raise
+        except (ServiceUnavailable, SessionExpired, OSError) as exc:
+            if streaming and self._server_answers(target):
+                raise _Failure("too_large", "the server dropped the connection while sending the result "
+                                            "(usually a result too large to transmit)") from None
+            raise _Failure("unavailable", f"Neo4j at {target.describe()} is unreachable: {exc}", retry=True) from None
+        except Neo4jError as exc:
+            raise _classify(exc, timeout) from None
+        except DriverError as exc:
+            raise _Failure("unavailable", f"driver error talking to {target.describe()}: {exc}", retry=True) from None
+        return QueryResult(columns=columns, rows=rows, truncated=truncated,
+                           elapsed_ms=(time.perf_counter() - t0) * 1000.0)
+
+    def _server_answers(self, target) -> bool:
+        try:
+            with connections.driver(target).session(database=target.database) as s:
+                s.run("RETURN 1").consume()
+            return True
+        except Exception:  # noqa: BLE001 - any failure means "does not answer"
+            return False
+
+    # -- public -----------------------------------------------------------------------------------
+    def run(self, query: Any, *, timeout: float | None = None, max_rows: int | None = None,
+            params: dict | None = None) -> QueryResult:
+        """Run one read-only query; never raises for query or database problems (see module doc)."""
+        timeout = self.timeout if timeout is None else float(timeout)
+        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        if not (timeout > 0 and math.isfinite(timeout)) or max_rows < 0:
+            return QueryResult(error=QueryError("runtime", "timeout must be positive and max_rows >= 0"))
+        t0 = time.perf_counter()
+        try:
+            text = self._check_input(query)
+        except _Failure as f:
+            return QueryResult(error=QueryError(f.kind, f.message), elapsed_ms=(time.perf_counter() - t0) * 1e3)
+        failure: _Failure | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+                self._refresh_target()
+            try:
+                future = self._pool.submit(self._attempt, text, params or {}, timeout, max_rows)
+                return future.result(timeout=timeout + CLIENT_GRACE_S)
+            except FutureTimeout:
+                # the worker is abandoned; the server-side timeout ends its transaction
+                failure = _Failure("timeout", f"the query ran past its {timeout:g} s time limit (no answer)")
+            except _Failure as f:
+                failure = f
+            except connections.ConfigError as exc:
+                failure = _Failure("unavailable", str(exc), retry=True)
+            if not failure.retry:
+                break
+        assert failure is not None
+        return QueryResult(error=QueryError(failure.kind, failure.message),
+                           elapsed_ms=(time.perf_counter() - t0) * 1000.0)
+
+    def _refresh_target(self) -> None:
+        """After an infrastructure failure, pick up a local server restarted on other ports."""
+        if self._target is not None and self._target.local:
+            try:
+                self._target = connections.resolve(self.world, autostart=False)
+            except connections.ConfigError:
+                pass  # still down: keep the old target and let the retry report it
+
+
+_executors: dict[str, SafeExecutor] = {}
+_executors_lock = threading.Lock()
+
+
+def executor(world: str) -> SafeExecutor:
+    """The process-wide executor of ``world`` (default limits; pooled connections).
+
+    Raises ``SpecError`` for a world that is neither shipped nor externally configured.
+    """
+    if connections.external_config() is None:
+        get_spec(world)  # a clear error for an unknown world before anything is started
+    with _executors_lock:
+        ex = _executors.get(world)
+        if ex is None:
+            ex = _executors[world] = SafeExecutor(world)
+        return ex
+
+
+def execute(world: str, query: Any, *, timeout: float | None = None, max_rows: int | None = None,
+            params: dict | None = None) -> QueryResult:
+    """Run ``query`` on ``world`` through its shared safe executor."""
+    return executor(world).run(query, timeout=timeout, max_rows=max_rows, params=params)

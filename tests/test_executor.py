@@ -1,0 +1,144 @@
+"""The safe executor against the real Neo4j: results, caps, error kinds and the read-only guarantee."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from graphs import connections
+from graphs.executor import ERROR_KINDS, SafeExecutor, execute
+from graphs.generator import generate
+from graphs.loader import read_summary
+from graphs.spec import get_spec
+
+pytestmark = pytest.mark.neo4j
+
+WORLD = "ancient_empire"
+TIMEOUT = 4.0
+
+# (query, expected error kind). Each must come back as that kind within the timeout (+ slack).
+ADVERSARIAL = [
+    ("CREATE (n:Intruder {x: 1}) RETURN n", "refused"),
+    ("MATCH (n:Emperor) SET n.treasury = 0", "refused"),
+    ("MATCH (n:Emperor) WITH n LIMIT 1 MERGE (n)-[:OWNS]->(:Gold)", "refused"),
+    ("MATCH (n) DETACH DELETE n", "refused"),
+    ("MATCH (n:Emperor) DELETE n", "refused"),
+    ("MATCH (n:Emperor) REMOVE n.name", "refused"),
+    ("MATCH (n:Emperor) FOREACH (x IN [1] | SET n.deified = true)", "refused"),
+    ("LOAD CSV FROM 'file:///etc/passwd' AS line RETURN line", "refused"),
+    ("LOAD CSV FROM 'http://127.0.0.1:1/x.csv' AS line RETURN line", "refused"),
+    ("MATCH (n) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS", "refused"),
+    ("CALL dbms.listConfig() YIELD name, value RETURN name, value", "refused"),
+    ("CALL db.createLabel('Intruder')", "refused"),
+    ("CALL apoc.load.json('file:///etc/hosts')", "refused"),
+    ("CREATE INDEX hack FOR (n:Emperor) ON (n.epithet)", "refused"),
+    ("SHOW TRANSACTIONS", "refused"),
+    ("MATCH (a), (b), (c) WHERE a.name < b.name AND b.name < c.name RETURN count(*)", "timeout"),
+    ("UNWIND range(1, 50000000) AS x RETURN collect(x)", "memory"),
+    ("RETURN range(1, 3000000) AS xs", "too_large"),
+    ("RETURN '" + "x" * 1_000_000 + "'", "too_large"),
+    ("RETURN '\ud800' AS broken", "syntax"),
+    ("MATCH (n RETURN n", "syntax"),
+    ("", "syntax"),
+    ("RETURN 1/0", "runtime"),
+]
+
+
+def _db_checksums():
+    return {w: read_summary(connections.resolve(w)).checksum for w in (WORLD, "merchant_harbor")}
+
+
+def test_a_plain_read_returns_columns_rows_and_timing():
+    r = execute(WORLD, "MATCH (e:Emperor)-[g:GOVERNS]->(p:Province) "
+                       "RETURN e.name AS emperor, count(p) AS provinces ORDER BY provinces DESC, emperor LIMIT 5")
+    assert r.error is None
+    assert r.columns == ["emperor", "provinces"]
+    assert len(r.rows) == 5 and all(isinstance(row[1], int) for row in r.rows)
+    assert [row[1] for row in r.rows] == sorted((row[1] for row in r.rows), reverse=True)
+    assert r.elapsed_ms > 0 and r.truncated is False
+
+
+def test_rows_match_the_generated_graph():
+    graph = generate(get_spec(WORLD))
+    r = execute(WORLD, "MATCH (e:Emperor) RETURN e.name ORDER BY e.name", max_rows=10_000)
+    assert [row[0] for row in r.rows] == sorted(row["name"] for row in graph.nodes["Emperor"])
+
+
+def test_row_cap_fetches_max_plus_one_and_flags_truncation():
+    n = len(generate(get_spec(WORLD)).nodes["City"])
+    r = execute(WORLD, "MATCH (c:City) RETURN c.name", max_rows=20)
+    assert len(r.rows) == 20 and r.truncated is True
+    r = execute(WORLD, "MATCH (c:City) RETURN c.name", max_rows=n)
+    assert len(r.rows) == n and r.truncated is False
+
+
+def test_values_are_normalized_to_json():
+    r = execute(WORLD, "MATCH p = (e:Emperor)-[g:GOVERNS]->(pr:Province) "
+                       "RETURN e, g, p, date('2020-02-29') AS d, 0.0/0.0 AS nan, [1, 2.5, 'a'] AS l, "
+                       "{k: 1} AS m, duration('P1DT2H') AS dur LIMIT 1")
+    assert r.error is None
+    e, g, p, d, nan, lst, m, dur = r.rows[0]
+    assert e["~node"]["labels"] == ["Emperor"] and "name" in e["~node"]["properties"]
+    assert g["~relationship"]["type"] == "GOVERNS" and "tribute" in g["~relationship"]["properties"]
+    assert [next(iter(x)) for x in p["~path"]] == ["~node", "~relationship", "~node"]
+    assert (d, nan, lst, m, dur) == ("2020-02-29", "NaN", [1, 2.5, "a"], {"k": 1}, "P1DT2H")
+    json.dumps(r.to_dict(), allow_nan=False)
+
+
+def test_adversarial_queries_get_bounded_errors_of_the_right_kind_and_change_nothing():
+    before = _db_checksums()
+    ex = SafeExecutor(WORLD, timeout=TIMEOUT, max_rows=100)
+    seen = []
+    for query, kind in ADVERSARIAL:
+        t0 = time.perf_counter()
+        r = ex.run(query)
+        wall = time.perf_counter() - t0
+        assert r.error is not None, query[:80]
+        assert r.error.kind in ERROR_KINDS
+        seen.append((query[:60], r.error.kind, kind))
+        assert r.error.kind == kind, (query[:80], r.error)
+        assert r.error.message
+        assert wall < TIMEOUT + 3.0, (query[:80], wall)
+    assert _db_checksums() == before
+    assert execute(WORLD, "RETURN 1 AS one").rows == [[1]]  # the server still answers
+
+
+def test_each_guard_refuses_a_write_on_its_own(monkeypatch):
+    from graphs import executor as executor_module
+
+    # Guard 2 alone: with the lexical deny list switched off, EXPLAIN's query type refuses the write.
+    monkeypatch.setattr(executor_module, "check_read_only", lambda q: None)
+    ex = SafeExecutor(WORLD)
+    r = ex.run("CREATE (n:Intruder) RETURN n")
+    assert r.error is not None and r.error.kind == "refused" and "query type" in r.error.message
+    # Guard 3 alone: also tell the query-type cache the write is a read; the READ transaction refuses it.
+    query = "CREATE (n:Intruder {guard: 3}) RETURN n"
+    with SafeExecutor._query_types_lock:
+        SafeExecutor._query_types[(ex.target.uri, ex.target.database, query)] = "r"
+    r = ex.run(query)
+    assert r.error is not None and r.error.kind == "refused", r.error
+    monkeypatch.undo()
+    assert execute(WORLD, "MATCH (n:Intruder) RETURN count(n)").rows == [[0]]
+
+
+def test_query_cli_prints_the_structured_result():
+    out = subprocess.run([sys.executable, "-m", "graphs", "query", WORLD, "MATCH (d:Deity) RETURN count(d) AS n",
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert set(payload) == {"columns", "rows", "truncated", "elapsed_ms", "error"}
+    assert payload["rows"] == [[len(generate(get_spec(WORLD)).nodes["Deity"])]]
+    out = subprocess.run([sys.executable, "-m", "graphs", "query", WORLD, "MATCH (n) DETACH DELETE n", "--json",
+                          "--timeout", "5", "--max-rows", "3"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["error"]["kind"] == "refused"
+
+
+def test_unknown_world_is_a_clear_error():
+    out = subprocess.run([sys.executable, "-m", "graphs", "query", "atlantis", "RETURN 1", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "unknown world 'atlantis'" in out.stderr

@@ -1,0 +1,55 @@
+"""Killing the local Neo4j mid-run: queries report `unavailable` (no crash, no wrong answer), and
+`python -m graphs serve` brings it back with the same data. Runs last (file name) because it stops
+the server the other tests use."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from graphs import connections, server
+from graphs.executor import SafeExecutor
+from graphs.loader import read_summary
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.destructive]
+
+WORLD = "arcane_archive"
+
+
+def test_killing_neo4j_mid_run_gives_unavailable_and_serve_restores_it():
+    before = read_summary(connections.resolve(WORLD)).checksum
+    ex = SafeExecutor(WORLD, timeout=10, retries=2, backoff=0.2)
+    expected = ex.run("MATCH (n) RETURN count(n) AS n").rows
+    results = []
+
+    def worker():  # queries until the kill shows up as an error (bounded by a deadline)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            results.append(ex.run("MATCH (n)-[r]->(m) RETURN count(r) AS n"))
+            if results[-1].error is not None:
+                break
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    time.sleep(0.5)
+    os.kill(server.running_state().pid, signal.SIGKILL)
+    thread.join(timeout=90)
+    assert not thread.is_alive()
+    assert results[0].error is None and len(results) > 1  # it was answering before the kill
+    errors = [r.error for r in results if r.error is not None]
+    assert errors and all(e.kind == "unavailable" for e in errors), errors
+    after_kill = ex.run("MATCH (n) RETURN count(n) AS n")
+    assert after_kill.error is not None and after_kill.error.kind == "unavailable"
+    assert after_kill.rows == []  # never a (wrong) empty answer dressed as success
+
+    out = subprocess.run([sys.executable, "-m", "graphs", "serve"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    again = SafeExecutor(WORLD).run("MATCH (n) RETURN count(n) AS n")
+    assert again.error is None and again.rows == expected
+    assert read_summary(connections.resolve(WORLD)).checksum == before
