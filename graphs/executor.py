@@ -48,7 +48,7 @@ DEFAULT_MAX_ROWS = 1000
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
 DEFAULT_MAX_RESULT_BYTES = 16 << 20
 DEFAULT_MAX_QUERY_CHARS = 100_000
-CLIENT_GRACE_S = 2.0  # the client deadline trails the server-side timeout by this much
+CLIENT_GRACE_S = 0.5  # the client deadline trails the server-side timeout by this much
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ ADVERSARIAL = [
     ("MATCH (a), (b), (c) WHERE a.name < b.name AND b.name < c.name RETURN count(*)", "timeout"),
     ("UNWIND range(1, 50000000) AS x RETURN collect(x)", "memory"),
     ("RETURN range(1, 3000000) AS xs", "too_large"),
+    # ~900 MB on the wire: the server cannot send it within the limit (timeout), or fails to (too_large)
+    ("RETURN range(1, 100000000) AS xs", {"timeout", "too_large"}),
     ("RETURN '" + "x" * 1_000_000 + "'", "too_large"),
     ("RETURN '\ud800' AS broken", "syntax"),
     ("MATCH (n RETURN n", "syntax"),
@@ -92,17 +94,15 @@ def test_values_are_normalized_to_json():
 def test_adversarial_queries_get_bounded_errors_of_the_right_kind_and_change_nothing():
     before = _db_checksums()
     ex = SafeExecutor(WORLD, timeout=TIMEOUT, max_rows=100)
-    seen = []
     for query, kind in ADVERSARIAL:
         t0 = time.perf_counter()
         r = ex.run(query)
         wall = time.perf_counter() - t0
         assert r.error is not None, query[:80]
         assert r.error.kind in ERROR_KINDS
-        seen.append((query[:60], r.error.kind, kind))
-        assert r.error.kind == kind, (query[:80], r.error)
+        assert r.error.kind in ({kind} if isinstance(kind, str) else kind), (query[:80], r.error)
         assert r.error.message
-        assert wall < TIMEOUT + 3.0, (query[:80], wall)
+        assert wall < TIMEOUT + 1.5, (query[:80], wall)
     assert _db_checksums() == before
     assert execute(WORLD, "RETURN 1 AS one").rows == [[1]]  # the server still answers
 
