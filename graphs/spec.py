@@ -11,6 +11,7 @@ A spec is a YAML file in ``graphs/specs/`` (one per world). Its format::
       - label: Emperor
         count: 24                  # multiplied by the scale factor
         key: name                  # the unique display property (indexed, used to link edges)
+        noun: [emperor, emperors]  # optional: how users name it (default: from the label)
         properties:
           - {name: name, type: string, gen: name, patterns: ["{w} {w}"], similar: 0.1}
           - {name: born, type: int, min: -300, max: 200}
@@ -25,6 +26,7 @@ A spec is a YAML file in ``graphs/specs/`` (one per world). Its format::
         from: Emperor
         to: Province
         per_target: [1, 1]         # every Province gets exactly one ruler   (or per_source: [a, b])
+        phrase: {forward: governed by, backward: governing}  # optional, for utterances (see below)
         properties:
           - {name: since, type: int, min: 100, max: 900}
       - type: SERVES_UNDER         # a self-relationship laid out in levels (hierarchies, citations)
@@ -41,6 +43,11 @@ numeric ``min``/``max`` (``decimals`` for floats), ``p`` for booleans, ``min``/`
 is reached from a..b distinct sources), ``layered`` (self-relationships only: nodes sit in ``levels``
 levels; each node below the top links to one node of the level above plus up to ``per_source[1] - 1``
 more in any higher level, so the longest chain has exactly ``levels - 1`` hops).
+
+Words for utterances (optional; the session generator derives defaults): ``noun`` on a label, ``phrase``
+on a property ("reign length"), and ``phrase: {forward, backward}`` on a relationship, read as
+"<target nouns> FORWARD <sources>" ("provinces governed by them") and "<source nouns> BACKWARD
+<targets>" ("emperors governing them").
 """
 
 from __future__ import annotations
@@ -76,6 +83,7 @@ class PropertySpec:
     pattern: str | None = None
     similar: float = 0.0
     null_rate: float = 0.0
+    phrase: str | None = None  # how users say it ("reign length"); default: the name without underscores
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,7 @@ class NodeSpec:
     count: int
     key: str
     properties: tuple[PropertySpec, ...]
+    noun: tuple[str, str] | None = None  # (singular, plural) as users say it; default from the label
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,10 @@ class RelationshipSpec:
     per_target: tuple[int, int] | None = None
     levels: int | None = None  # layered strategy
     properties: tuple[PropertySpec, ...] = ()
+    # How users say the link: "<targets> {forward} <sources>" and "<sources> {backward} <targets>",
+    # e.g. GOVERNS (Emperor->Province): forward "governed by", backward "governing".
+    forward: str | None = None
+    backward: str | None = None
 
 
 @dataclass(frozen=True)
@@ -208,7 +221,12 @@ def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
             raise _fail(world, n["label"], "'key' must name a non-null gen: name or gen: serial property")
         if not isinstance(n["count"], int) or n["count"] < 1:
             raise _fail(world, n["label"], "count must be a positive integer")
-        nodes.append(NodeSpec(label=n["label"], count=n["count"], key=n["key"], properties=props))
+        noun = n.get("noun")
+        if noun is not None and (not isinstance(noun, list) or len(noun) != 2
+                                 or not all(isinstance(x, str) and x for x in noun)):
+            raise _fail(world, n["label"], "noun must be [singular, plural]")
+        nodes.append(NodeSpec(label=n["label"], count=n["count"], key=n["key"], properties=props,
+                              noun=tuple(noun) if noun else None))
     labels = [n.label for n in nodes]
     if len(set(labels)) != len(labels):
         raise _fail(world, "nodes", "duplicate labels")
@@ -240,13 +258,17 @@ def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
             per_source = _pair(world, where, layered.get("per_source", [1, 1]))
             if per_source[0] < 1:
                 raise _fail(world, where, "layered.per_source must start at 1 or more")
+        phrase = r.get("phrase") or {}
+        if not isinstance(phrase, dict) or set(phrase) - {"forward", "backward"}:
+            raise _fail(world, where, "phrase must be a mapping with 'forward' and/or 'backward'")
         props = tuple(_property(world, where, p) for p in r.get("properties") or [])
         for p in props:
             if p.gen is not None:
                 raise _fail(world, where, "relationship properties cannot use gen: name/serial")
         rels.append(RelationshipSpec(type=r["type"], source=r["from"], target=r["to"],
                                      per_source=per_source, per_target=per_target,
-                                     levels=levels, properties=props))
+                                     levels=levels, properties=props, forward=phrase.get("forward"),
+                                     backward=phrase.get("backward")))
     return WorldSpec(world=world, title=str(raw["title"]), split=raw["split"], seed=int(raw["seed"]),
                      topology=str(raw["topology"]), nodes=tuple(nodes), relationships=tuple(rels))
 

@@ -1,0 +1,189 @@
+"""Building a split: sessions on every world of the split, verified, written with their manifest,
+stats and Hugging Face dataset (DESIGN §5)."""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from benchmark.builder import BuildUnavailable, WorldBuilder, persona_plan, session_rng, turn_count
+from benchmark.session import Session, write_sessions
+from graphs import connections
+from graphs.executor import SafeExecutor
+from graphs.generator import generate
+from graphs.loader import read_summary
+from graphs.spec import all_specs, get_spec
+
+SPLITS = {"test": "benchmark", "train": "training"}
+DEFAULT_SESSIONS = {"test": 721, "train": 2000}
+DEFAULT_SEED = {"test": 20260, "train": 777}
+FORMAT_VERSION = 1
+
+
+class BuildError(RuntimeError):
+    """The build cannot run: Neo4j unreachable, a world missing or not the generated one."""
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    sessions: list[Session]
+    manifest: dict
+    db_seconds: float = 0.0  # summed time inside Neo4j queries (over all worker threads)
+
+
+def _check_worlds(worlds: list[str]) -> dict[str, str]:
+    """Each world's database checksum, which must equal the generated graph's."""
+    checksums = {}
+    for world in worlds:
+        try:
+            summary = read_summary(connections.resolve(world))
+        except Exception as exc:  # noqa: BLE001 - any failure here is infrastructure
+            raise BuildError(f"world {world}: Neo4j is unreachable ({type(exc).__name__}: {exc}); "
+                             "start it with `python -m graphs serve`") from exc
+        expected = generate(get_spec(world)).checksum()
+        if summary.checksum != expected:
+            raise BuildError(f"world {world}: the database does not hold the generated world "
+                             f"({summary.nodes} nodes, checksum {summary.checksum[:12]} != {expected[:12]}); "
+                             "run `python -m graphs load`")
+        checksums[world] = summary.checksum
+    return checksums
+
+
+def build(split: str, out: str | Path, *, seed: int | None = None, sessions: int | None = None,
+          worlds: list[str] | None = None, progress: Callable[[int], None] = lambda n: None,
+          hf: bool = True, workers: int = 4, rewriter=None) -> BuildResult:
+    """Build ``sessions`` verified sessions of ``split`` (test: benchmark worlds, train: training worlds)."""
+    if split not in SPLITS:
+        raise BuildError(f"unknown split {split!r}; use test or train")
+    seed = DEFAULT_SEED[split] if seed is None else seed
+    n_sessions = DEFAULT_SESSIONS[split] if sessions is None else sessions
+    if n_sessions < 1:
+        raise BuildError("--sessions must be at least 1")
+    specs = all_specs(SPLITS[split])
+    if worlds:
+        unknown = sorted(set(worlds) - {s.world for s in specs})
+        if unknown:
+            raise BuildError(f"worlds {unknown} are not {SPLITS[split]} worlds; choose from "
+                             f"{[s.world for s in specs]}")
+        specs = [s for s in specs if s.world in worlds]
+    checksums = _check_worlds([s.world for s in specs])
+    quotas = {s.world: n_sessions // len(specs) + (i < n_sessions % len(specs)) for i, s in enumerate(specs)}
+    plan = persona_plan(n_sessions, random.Random(f"{seed}:{split}:personas"))
+    personas, start = {}, 0
+    for s in specs:
+        personas[s.world] = plan[start:start + quotas[s.world]]
+        start += quotas[s.world]
+    lock = threading.Lock()
+    builders = {s.world: WorldBuilder(s, SafeExecutor(s.world, timeout=60.0), rewriter=rewriter) for s in specs}
+
+    def world_sessions(world: str) -> list[Session]:
+        builder, kept, number = builders[world], [], 0
+        while len(kept) < quotas[world]:
+            if number > 5 * quotas[world] + 20:
+                raise BuildError(f"world {world}: too many dropped sessions ({builder.gate_failures})")
+            rng = session_rng(seed, split, world, number)
+            number += 1
+            session = builder.build_session(f"{world}-{len(kept):04d}", personas[world][len(kept)],
+                                            turn_count(rng), rng)
+            if session is not None:
+                kept.append(session)
+                with lock:
+                    progress(1)
+        return kept
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
+        try:
+            per_world = dict(zip([s.world for s in specs], pool.map(world_sessions, [s.world for s in specs])))
+        except BuildUnavailable as exc:
+            raise BuildError(f"Neo4j became unreachable during the build: {exc}") from exc
+    all_sessions = [sess for s in specs for sess in per_world[s.world]]
+    gate_failures: dict[str, int] = {}
+    for b in builders.values():
+        for gate, n in b.gate_failures.items():
+            gate_failures[gate] = gate_failures.get(gate, 0) + n
+    extra = {}
+    if rewriter is not None:
+        totals = collections.Counter()
+        reasons = collections.Counter()
+        for b in builders.values():
+            stats = b.rewrite_stats.as_dict()
+            reasons.update(stats.pop("reasons"))
+            totals.update(stats)
+        extra["rewrite"] = {**totals, "reasons": dict(sorted(reasons.items()))}
+    result = write_build(out, split, seed, all_sessions, checksums, dict(sorted(gate_failures.items())), hf=hf,
+                         extra=extra)
+    result.db_seconds = sum(b.db_ms for b in builders.values()) / 1000.0
+    return result
+
+
+def write_build(out: str | Path, split: str, seed: int, sessions: list[Session], checksums: dict[str, str],
+                gate_failures: dict[str, int], *, hf: bool = True, extra: dict | None = None) -> BuildResult:
+    from benchmark.stats import render_stats, stats_dict
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "sessions.jsonl"
+    write_sessions(path, sessions)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "split": split,
+        "seed": seed,
+        "sessions": len(sessions),
+        "turns": sum(len(s.turns) for s in sessions),
+        "world_checksums": checksums,
+        "dataset_sha256": digest,
+        "gate_failures": gate_failures,
+        "stats": stats_dict(sessions),
+        **(extra or {}),
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (out / "stats.md").write_text(render_stats(sessions, gate_failures=gate_failures,
+                                               title=f"CypherTurn {split} split (seed {seed})"))
+    if hf:
+        from benchmark.hf import save_hf_dataset
+
+        save_hf_dataset(sessions, out, manifest=manifest)
+    return BuildResult(out, sessions, manifest)
+
+
+def _code_version() -> str:
+    """A hash of everything that decides a build's content (generator, specs, session builder)."""
+    import benchmark
+    import graphs
+
+    h = hashlib.sha256()
+    roots = [Path(benchmark.__file__).parent, Path(graphs.__file__).parent]
+    files = [p for root in roots for p in sorted(root.rglob("*")) if p.suffix in (".py", ".yaml")]
+    for p in files:
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def default_dataset(split: str = "test", *, progress: Callable[[int], None] = lambda n: None) -> Path:
+    """The default build of ``split`` (default seed and size), built on first use and cached under
+    ``$CYPHERTURN_HOME/datasets``; a change to the code or the specs makes a new one."""
+    import fcntl
+    import shutil
+
+    from graphs.server import cache_home
+
+    root = cache_home() / "datasets"
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"{split}-seed{DEFAULT_SEED[split]}-{_code_version()}"
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait and reuse it
+        if not (path / "manifest.json").is_file():
+            tmp = path.with_name(path.name + ".partial")
+            shutil.rmtree(tmp, ignore_errors=True)
+            build(split, tmp, progress=progress)
+            tmp.rename(path)
+    return path

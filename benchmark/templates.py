@@ -1,0 +1,804 @@
+"""Utterance templates: the words a simulated user says for one turn.
+
+``render(family, persona, slots, rng)`` picks one core wording of the turn's family (a few per family,
+in three registers: plain, terse and technical, plus a deliberately non-native one), wraps it in one of
+the persona's styles and fills the slots. Personas change register, never meaning; chain turns use
+anaphora ("those", "them", "that one"). Slot values are already-humanized strings (see
+:mod:`benchmark.lexicon`) and are inserted verbatim; only the text around them varies, so later checks
+find every entity name and value unchanged. All choices come from ``rng``: the same rng state gives
+the same text.
+
+Families and their slots (:data:`SLOTS`)::
+
+    OPENING_ANCHORED, TOPIC_SHIFT_ANCHORED   target_noun, link, anchor_noun, anchor_name
+        "Which provinces are governed by the emperor Quabro Tasherk?"
+    OPENING_FILTERED, TOPIC_SHIFT_FILTERED   target_noun, prop, value
+        "List the provinces whose climate is arid."
+    EXPAND                                   set_noun, target_noun, link
+        "Which legions are stationed in those provinces?"
+    RECURSE                                  set_noun, target_noun, link
+        "Show me every one of the officials supervising those officials, directly or indirectly."
+    PIVOT                                    set_noun, set_noun_singular, prop, extreme, target_noun, link
+        "Of those emperors, take the emperor with the highest treasury: which provinces are governed by
+        that emperor?"
+    AGG_COUNT                                set_noun
+    AGG_MAX, AGG_AVG, AGG_SUM                set_noun, prop
+    FILTER, REFINE                           set_noun, prop, value
+    THRESHOLD                                set_noun, prop, op, value
+    COMPOUND                                 set_noun, prop, op, value, prop2, value2
+    CONTRAST                                 set_noun
+    PIVOT_AMBIGUOUS                          as PIVOT; the wording omits prop
+    AGG_MAX_AMBIGUOUS, AGG_AVG_AMBIGUOUS,
+    AGG_SUM_AMBIGUOUS                        as AGG_MAX ...; the wording omits prop
+    THRESHOLD_AMBIGUOUS                      as THRESHOLD; the wording omits prop and value
+
+``extreme`` is "highest" or "lowest"; ``op`` is "more than" or "less than". Every family also takes an
+optional ``back`` slot ("Going back to the provinces from before"): when non-empty it leads the
+utterance ("Going back to the provinces from before: which legions are ..."). Extra slots are ignored.
+
+``clarification(family, slots)`` is the scripted user answer to a clarifying question on an ambiguous
+turn ("I mean the one with the highest population.").
+
+:func:`leaks` lists schema identifiers and Cypher keywords in a text (what a non-technical utterance
+must not contain).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Iterable, Mapping
+
+from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
+
+
+class TemplateError(ValueError):
+    """Unknown family or persona, a missing slot, or a placeholder left unfilled."""
+
+
+_ANCHORED = ("target_noun", "link", "anchor_noun", "anchor_name")
+_FILTERED = ("target_noun", "prop", "value")
+_PIVOT = ("set_noun", "set_noun_singular", "prop", "extreme", "target_noun", "link")
+
+SLOTS: dict[str, tuple[str, ...]] = {
+    "OPENING_ANCHORED": _ANCHORED,
+    "TOPIC_SHIFT_ANCHORED": _ANCHORED,
+    "OPENING_FILTERED": _FILTERED,
+    "TOPIC_SHIFT_FILTERED": _FILTERED,
+    "EXPAND": ("set_noun", "target_noun", "link"),
+    "RECURSE": ("set_noun", "target_noun", "link"),
+    "PIVOT": _PIVOT,
+    "AGG_COUNT": ("set_noun",),
+    "AGG_MAX": ("set_noun", "prop"),
+    "AGG_AVG": ("set_noun", "prop"),
+    "AGG_SUM": ("set_noun", "prop"),
+    "FILTER": ("set_noun", "prop", "value"),
+    "REFINE": ("set_noun", "prop", "value"),
+    "THRESHOLD": ("set_noun", "prop", "op", "value"),
+    "COMPOUND": ("set_noun", "prop", "op", "value", "prop2", "value2"),
+    "CONTRAST": ("set_noun",),
+    "PIVOT_AMBIGUOUS": _PIVOT,
+    "AGG_MAX_AMBIGUOUS": ("set_noun", "prop"),
+    "AGG_AVG_AMBIGUOUS": ("set_noun", "prop"),
+    "AGG_SUM_AMBIGUOUS": ("set_noun", "prop"),
+    "THRESHOLD_AMBIGUOUS": ("set_noun", "prop", "op", "value"),
+}
+
+FAMILIES: tuple[str, ...] = tuple(SLOTS)
+
+# slots an ambiguous family deliberately leaves out of its wording (the clarification supplies them)
+OMITTED: dict[str, tuple[str, ...]] = {
+    "PIVOT_AMBIGUOUS": ("prop",),
+    "AGG_MAX_AMBIGUOUS": ("prop",),
+    "AGG_AVG_AMBIGUOUS": ("prop",),
+    "AGG_SUM_AMBIGUOUS": ("prop",),
+    "THRESHOLD_AMBIGUOUS": ("prop", "value"),
+}
+AMBIGUOUS_FAMILIES: tuple[str, ...] = tuple(OMITTED)
+# slots an ambiguous family may paraphrase instead of quoting ("top one" for highest, "big ones" for
+# more than); every other slot appears verbatim in every family's wording
+PARAPHRASED: dict[str, tuple[str, ...]] = {
+    "PIVOT_AMBIGUOUS": ("extreme",),
+    "THRESHOLD_AMBIGUOUS": ("op",),
+}
+
+_TOPIC_SHIFT = frozenset({"TOPIC_SHIFT_ANCHORED", "TOPIC_SHIFT_FILTERED"})
+
+# ---------------------------------------------------------------------------------------------------
+# Core wordings: family -> register -> templates. Registers: "plain" (most personas), "terse"
+# (impatient_exec), "tech" (data_analyst), "nonnative" (non_native_speaker). Every template starts with
+# literal text (never a slot), so persona wrappers may lower-case its first letter without touching a
+# slot value. Derived slots, filled from the given ones: {pos} (top/bottom), {big} (big/small),
+# {high} (high/low), {above} (above/below).
+
+_ANCHORED_CORES = {
+    "plain": [
+        "Which {target_noun} are {link} the {anchor_noun} {anchor_name}?",
+        "Show me the {target_noun} {link} the {anchor_noun} {anchor_name}.",
+        "What are the {target_noun} {link} the {anchor_noun} {anchor_name}?",
+        "List all the {target_noun} {link} the {anchor_noun} {anchor_name}.",
+        "Can you find the {target_noun} {link} the {anchor_noun} {anchor_name}?",
+    ],
+    "terse": [
+        "All {target_noun} {link} the {anchor_noun} {anchor_name}.",
+        "Need the {target_noun} {link} {anchor_name}, the {anchor_noun}.",
+        "Just the {target_noun} {link} the {anchor_noun} {anchor_name}.",
+        "List: {target_noun} {link} the {anchor_noun} {anchor_name}.",
+    ],
+    "tech": [
+        "Retrieve every {target_noun} record {link} the {anchor_noun} {anchor_name}.",
+        "Query the {target_noun} {link} the {anchor_noun} {anchor_name}, one row per entity.",
+        "Pull the full set of {target_noun} {link} the {anchor_noun} {anchor_name}.",
+        "Starting from the {anchor_noun} {anchor_name}, traverse to the {target_noun} {link} that {anchor_noun}.",
+    ],
+    "nonnative": [
+        "Which are the {target_noun} {link} the {anchor_noun} {anchor_name}?",
+        "Please you show me the {target_noun} {link} the {anchor_noun} {anchor_name}.",
+        "I want know which {target_noun} are {link} the {anchor_noun} {anchor_name}.",
+        "Give me please all {target_noun} that are {link} {anchor_name}, the {anchor_noun}.",
+    ],
+}
+
+_FILTERED_CORES = {
+    "plain": [
+        "Which {target_noun} have {value} as their {prop}?",
+        "List the {target_noun} whose {prop} is {value}.",
+        "Show me all {target_noun} with {prop} {value}.",
+        "What {target_noun} are there where the {prop} is {value}?",
+        "Find every one of the {target_noun} whose {prop} is {value}.",
+    ],
+    "terse": [
+        "All {target_noun} with {prop} {value}.",
+        "Just the {target_noun} whose {prop} is {value}.",
+        "Need the {target_noun} where {prop} is {value}.",
+    ],
+    "tech": [
+        "Filter the {target_noun} on {prop} = {value} and list them.",
+        "Select all {target_noun} where the {prop} equals {value}.",
+        "Give me the subset of {target_noun} with {prop} set to {value}.",
+    ],
+    "nonnative": [
+        "Which {target_noun} they have the {prop} {value}?",
+        "Show me please the {target_noun} with {prop} is {value}.",
+        "I search all the {target_noun} where {prop} is {value}.",
+    ],
+}
+
+_CORES: dict[str, dict[str, list[str]]] = {
+    "OPENING_ANCHORED": _ANCHORED_CORES,
+    "TOPIC_SHIFT_ANCHORED": _ANCHORED_CORES,
+    "OPENING_FILTERED": _FILTERED_CORES,
+    "TOPIC_SHIFT_FILTERED": _FILTERED_CORES,
+    "EXPAND": {
+        "plain": [
+            "Which {target_noun} are {link} those {set_noun}?",
+            "And the {target_noun} {link} those {set_noun}?",
+            "Now show me the {target_noun} {link} those {set_noun}.",
+            "What about the {target_noun} {link} those {set_noun}?",
+            "Can you get me the {target_noun} {link} those {set_noun}?",
+        ],
+        "terse": [
+            "And the {target_noun} {link} those {set_noun}.",
+            "Next: {target_noun} {link} those {set_noun}.",
+            "Follow through to the {target_noun} {link} those {set_noun}.",
+        ],
+        "tech": [
+            "Traverse from those {set_noun} to the {target_noun} {link} them.",
+            "Expand the current result set of {set_noun}: the {target_noun} {link} them.",
+            "Join the previous {set_noun} to the {target_noun} {link} them and list those.",
+        ],
+        "nonnative": [
+            "And which {target_noun} are {link} these {set_noun}?",
+            "Now please the {target_noun} {link} those {set_noun}.",
+            "Show me also the {target_noun} what are {link} those {set_noun}.",
+        ],
+    },
+    "RECURSE": {
+        "plain": [
+            "Which {target_noun} are {link} those {set_noun} at any level, directly or indirectly?",
+            "Show me every one of the {target_noun} {link} those {set_noun}, directly or indirectly.",
+            "Follow the chain all the way: which {target_noun} are {link} those {set_noun}, at any depth?",
+            "List all the {target_noun} {link} those {set_noun}, including the indirect ones, across the whole chain.",
+        ],
+        "terse": [
+            "All the {target_noun} {link} those {set_noun}, any depth.",
+            "Full chain: all {target_noun} {link} those {set_noun}.",
+            "All {target_noun} {link} those {set_noun}, direct or indirect.",
+        ],
+        "tech": [
+            "Run a variable-length traversal: all {target_noun} {link} those {set_noun}, any number of hops.",
+            "Compute the transitive closure: every one of the {target_noun} {link} those {set_noun}, directly or indirectly.",
+            "Recursively expand those {set_noun} to the {target_noun} {link} them at any depth, deduplicated.",
+        ],
+        "nonnative": [
+            "Which {target_noun} are {link} these {set_noun}, also the indirect ones, all levels?",
+            "Please give all {target_noun} {link} those {set_noun}, not only direct, every level.",
+            "I want the {target_noun} {link} those {set_noun} on any level, also not direct.",
+        ],
+    },
+    "PIVOT": {
+        "plain": [
+            "Of those {set_noun}, take the {set_noun_singular} with the {extreme} {prop}: which {target_noun} are {link} that {set_noun_singular}?",
+            "Find the {set_noun_singular} among those {set_noun} with the {extreme} {prop} and show me the {target_noun} {link} that one.",
+            "Which {target_noun} are {link} the {set_noun_singular} with the {extreme} {prop} among those {set_noun}?",
+            "Among those {set_noun}, whichever {set_noun_singular} has the {extreme} {prop}: what are the {target_noun} {link} that {set_noun_singular}?",
+        ],
+        "terse": [
+            "The {set_noun_singular} with the {extreme} {prop} among those {set_noun}: {target_noun} {link} that one.",
+            "Whichever {set_noun_singular} of those {set_noun} has the {extreme} {prop}, give me the {target_noun} {link} that {set_noun_singular}.",
+            "Pick the {set_noun_singular} with the {extreme} {prop} from those {set_noun}, then the {target_noun} {link} that one.",
+        ],
+        "tech": [
+            "Rank those {set_noun} by {prop}, take the {set_noun_singular} with the {extreme} value, and traverse to the {target_noun} {link} that {set_noun_singular}.",
+            "Sort the current {set_noun} by {prop}, keep the single {set_noun_singular} with the {extreme} value, then list the {target_noun} {link} that one.",
+            "Select the {set_noun_singular} with the {extreme} {prop} from those {set_noun} and expand to the {target_noun} {link} that {set_noun_singular}.",
+        ],
+        "nonnative": [
+            "From these {set_noun}, the {set_noun_singular} with {extreme} {prop}, which {target_noun} are {link} that one?",
+            "Take please the {set_noun_singular} who has the {extreme} {prop} in those {set_noun} and show the {target_noun} {link} that {set_noun_singular}.",
+            "Which {target_noun} are {link} that {set_noun_singular} with the {extreme} {prop} from those {set_noun}?",
+        ],
+    },
+    "AGG_COUNT": {
+        "plain": [
+            "How many of those {set_noun} are there?",
+            "How many {set_noun} is that?",
+            "Can you count those {set_noun} for me?",
+            "What's the total number of those {set_noun}?",
+            "Give me a count of those {set_noun}.",
+        ],
+        "terse": [
+            "Count of those {set_noun}?",
+            "How many {set_noun}? Just the number.",
+            "Number of {set_noun} there?",
+        ],
+        "tech": [
+            "What's the row count for those {set_noun}?",
+            "What's the cardinality of that set of {set_noun}?",
+            "Aggregate: count of the {set_noun} in the current result.",
+        ],
+        "nonnative": [
+            "How much {set_noun} there are?",
+            "How many are these {set_noun}?",
+            "Please count the {set_noun} for me, how many it is?",
+        ],
+    },
+    "AGG_MAX": {
+        "plain": [
+            "What's the highest {prop} among those {set_noun}?",
+            "Among those {set_noun}, what is the maximum {prop}?",
+            "What is the largest {prop} any of those {set_noun} has?",
+            "How high does the {prop} go for those {set_noun}?",
+        ],
+        "terse": [
+            "Max {prop} across those {set_noun}?",
+            "Highest {prop} among the {set_noun}. Just the figure.",
+            "Top {prop} of those {set_noun}?",
+        ],
+        "tech": [
+            "Compute max({prop}) over those {set_noun}.",
+            "Compute the maximum of {prop} over the current set of {set_noun}.",
+            "Aggregate the {set_noun}: maximum {prop}, single value.",
+        ],
+        "nonnative": [
+            "What is the most high {prop} of these {set_noun}?",
+            "Which {prop} is the biggest in those {set_noun}?",
+            "Tell me the maximum {prop} from the {set_noun}, please.",
+        ],
+    },
+    "AGG_AVG": {
+        "plain": [
+            "What's the average {prop} of those {set_noun}?",
+            "On average, what {prop} do those {set_noun} have?",
+            "Can you work out the mean {prop} across those {set_noun}?",
+            "What's the typical {prop} of those {set_noun}, on average?",
+        ],
+        "terse": [
+            "Average {prop} of those {set_noun}?",
+            "Mean {prop} across the {set_noun}. One number.",
+            "Those {set_noun}: average {prop}?",
+        ],
+        "tech": [
+            "Compute avg({prop}) over those {set_noun}.",
+            "Compute the arithmetic mean of {prop} over the current set of {set_noun}.",
+            "Aggregate the {set_noun}: mean {prop}, single value.",
+        ],
+        "nonnative": [
+            "What is the average of {prop} for these {set_noun}?",
+            "Which is the mean {prop} in those {set_noun}?",
+            "Tell me please the average {prop} from the {set_noun}.",
+        ],
+    },
+    "AGG_SUM": {
+        "plain": [
+            "What's the total {prop} of those {set_noun}?",
+            "If you add up the {prop} of those {set_noun}, what do you get?",
+            "Sum up the {prop} across those {set_noun} for me.",
+            "What do those {set_noun} come to in total {prop}?",
+        ],
+        "terse": [
+            "Total {prop} of those {set_noun}?",
+            "Sum of {prop} across the {set_noun}. One number.",
+            "Those {set_noun}: total {prop}?",
+        ],
+        "tech": [
+            "Compute sum({prop}) over those {set_noun}.",
+            "Compute the sum of {prop} over the current set of {set_noun}.",
+            "Aggregate the {set_noun}: total {prop}, single value.",
+        ],
+        "nonnative": [
+            "What is the sum of {prop} for these {set_noun}?",
+            "How much is the {prop} together for those {set_noun}?",
+            "Tell me please the total {prop} from the {set_noun}.",
+        ],
+    },
+    "FILTER": {
+        "plain": [
+            "Which of those {set_noun} have {value} as their {prop}?",
+            "Keep only the {set_noun} whose {prop} is {value}.",
+            "Now just the {set_noun} whose {prop} is {value}.",
+            "Of those {set_noun}, which ones have {prop} {value}?",
+            "Filter those {set_noun} to the ones whose {prop} is {value}.",
+        ],
+        "terse": [
+            "Only the {set_noun} with {prop} {value}.",
+            "Just those {set_noun} whose {prop} is {value}.",
+            "Cut it to the {set_noun} where {prop} is {value}.",
+        ],
+        "tech": [
+            "Filter the current {set_noun} on {prop} = {value}.",
+            "Apply a predicate to those {set_noun}: {prop} equals {value}.",
+            "Restrict the result set of {set_noun} to rows where the {prop} is {value}.",
+        ],
+        "nonnative": [
+            "Which of these {set_noun} they have {prop} {value}?",
+            "Keep only the {set_noun} with the {prop} is {value}, please.",
+            "From those {set_noun} I want only where {prop} is {value}.",
+        ],
+    },
+    "REFINE": {
+        "plain": [
+            "Narrow that down further to the {set_noun} whose {prop} is {value}.",
+            "Tighten it further: only the {set_noun} whose {prop} is {value}.",
+            "Of what's left, keep just the {set_noun} with {prop} {value}.",
+            "And on top of that, only the {set_noun} whose {prop} is {value}.",
+        ],
+        "terse": [
+            "Narrower: {set_noun} with {prop} {value} only.",
+            "Further cut: just the {set_noun} whose {prop} is {value}.",
+            "Tighter. Only the {set_noun} where {prop} is {value}.",
+        ],
+        "tech": [
+            "Add a second predicate to the filter on those {set_noun}: {prop} = {value}.",
+            "Refine the current filter on the {set_noun} with an extra condition, {prop} equals {value}.",
+            "Further restrict the remaining {set_noun} to rows where the {prop} is {value}.",
+        ],
+        "nonnative": [
+            "More narrow please: only the {set_noun} where {prop} is {value}.",
+            "From these {set_noun} again, keep only who has {prop} {value}.",
+            "Make it more small: the {set_noun} with the {prop} {value}.",
+        ],
+    },
+    "THRESHOLD": {
+        "plain": [
+            "Which of those {set_noun} have {prop} {op} {value}?",
+            "Keep only the {set_noun} whose {prop} is {op} {value}.",
+            "Just the {set_noun} with {prop} {op} {value}, please.",
+            "Filter those {set_noun} down to the ones whose {prop} is {op} {value}.",
+        ],
+        "terse": [
+            "Only the {set_noun} with {prop} {op} {value}.",
+            "Cut those {set_noun} to {prop} {op} {value}.",
+            "Those {set_noun}, {prop} {op} {value} only.",
+        ],
+        "tech": [
+            "Filter the current {set_noun} on {prop}: {op} {value}.",
+            "Apply a numeric threshold to those {set_noun}: {prop} {op} {value}.",
+            "Restrict the result set of {set_noun} to rows where the {prop} is {op} {value}.",
+        ],
+        "nonnative": [
+            "Which of these {set_noun} they have {prop} {op} {value}?",
+            "Keep only the {set_noun} with the {prop} is {op} {value}, please.",
+            "From those {set_noun} I want only where {prop} is {op} {value}.",
+        ],
+    },
+    "COMPOUND": {
+        "plain": [
+            "Which of those {set_noun} have {prop} {op} {value} and {value2} as their {prop2}?",
+            "Keep the {set_noun} whose {prop} is {op} {value} and whose {prop2} is {value2}.",
+            "Now only the {set_noun} with {prop} {op} {value} and {prop2} {value2}.",
+            "Of those {set_noun}, which have {prop2} {value2} and {prop} {op} {value}?",
+        ],
+        "terse": [
+            "Only the {set_noun} with {prop} {op} {value} and {prop2} {value2}.",
+            "Those {set_noun}: {prop} {op} {value}, {prop2} {value2}. Both.",
+            "Cut to the {set_noun} where {prop} is {op} {value} and {prop2} is {value2}.",
+        ],
+        "tech": [
+            "Filter the current {set_noun} on two predicates: {prop} {op} {value} and {prop2} = {value2}.",
+            "Apply a conjunction to those {set_noun}: {prop} {op} {value}, plus {prop2} equals {value2}.",
+            "Restrict the {set_noun} to rows with the {prop} {op} {value} and the {prop2} being {value2}.",
+        ],
+        "nonnative": [
+            "Which of these {set_noun} have {prop} {op} {value} and also the {prop2} is {value2}?",
+            "Keep only the {set_noun} with {prop} {op} {value} and with {prop2} {value2}, please.",
+            "From those {set_noun} I want where {prop} is {op} {value} and {prop2} is {value2}.",
+        ],
+    },
+    "CONTRAST": {
+        "plain": [
+            "What about the other {set_noun}, the ones that didn't match?",
+            "And the rest of the {set_noun}, the ones that were left out?",
+            "Now flip it: which {set_noun} did not make that cut?",
+            "Show me the remaining {set_noun} instead, the ones that condition excluded.",
+        ],
+        "terse": [
+            "The other {set_noun}. The ones that didn't match.",
+            "Flip it: the {set_noun} that got excluded.",
+            "Rest of the {set_noun}?",
+        ],
+        "tech": [
+            "Take the complement: the {set_noun} from the earlier set that failed that filter.",
+            "Invert the last filter and list the {set_noun} it excluded.",
+            "Set difference: the earlier {set_noun} minus the ones that matched.",
+        ],
+        "nonnative": [
+            "And the other {set_noun}, which are not matching?",
+            "Show me please the {set_noun} what are not in this result.",
+            "Now the opposite: the {set_noun} which did not match.",
+        ],
+    },
+    "PIVOT_AMBIGUOUS": {
+        "plain": [
+            "Take the {pos} {set_noun_singular} of those {set_noun} and show me the {target_noun} {link} that {set_noun_singular}.",
+            "Which {target_noun} are {link} the {pos} {set_noun_singular} among those {set_noun}?",
+            "Grab the {set_noun_singular} at the {pos} of those {set_noun} and give me the {target_noun} {link} that one.",
+            "Among those {set_noun}, the {set_noun_singular} that comes out {extreme}: what are the {target_noun} {link} that {set_noun_singular}?",
+        ],
+        "terse": [
+            "The {pos} {set_noun_singular} of those {set_noun}: {target_noun} {link} that one.",
+            "Take the {pos} {set_noun_singular} of those {set_noun}, then the {target_noun} {link} that {set_noun_singular}.",
+            "Whichever {set_noun_singular} of those {set_noun} comes out {extreme}, the {target_noun} {link} that one.",
+        ],
+        "tech": [
+            "Take the {pos} {set_noun_singular} in those {set_noun} and traverse to the {target_noun} {link} that {set_noun_singular}.",
+            "Select the {pos} {set_noun_singular} from the current {set_noun} and expand to the {target_noun} {link} that one.",
+            "Keep the single {set_noun_singular} that comes out {extreme} in those {set_noun}, then list the {target_noun} {link} that {set_noun_singular}.",
+        ],
+        "nonnative": [
+            "From these {set_noun}, the {pos} {set_noun_singular}, which {target_noun} are {link} that one?",
+            "Take please the {pos} {set_noun_singular} in those {set_noun} and show the {target_noun} {link} that {set_noun_singular}.",
+            "Which {target_noun} are {link} the {set_noun_singular} what is {pos} in those {set_noun}?",
+        ],
+    },
+    "AGG_MAX_AMBIGUOUS": {
+        "plain": [
+            "What's the maximum for those {set_noun}?",
+            "What's the highest figure among those {set_noun}?",
+            "How high does it go for those {set_noun}?",
+            "Give me the max for those {set_noun}.",
+        ],
+        "terse": [
+            "Max for those {set_noun}?",
+            "Highest figure, those {set_noun}.",
+            "Those {set_noun}: the peak?",
+        ],
+        "tech": [
+            "Compute the maximum over those {set_noun}.",
+            "Aggregate the current {set_noun} with a max, single value.",
+            "What's the max across the {set_noun} in the result set?",
+        ],
+        "nonnative": [
+            "What is the most high for these {set_noun}?",
+            "Which is the maximum in those {set_noun}?",
+            "Tell me the biggest one from the {set_noun}, please.",
+        ],
+    },
+    "AGG_AVG_AMBIGUOUS": {
+        "plain": [
+            "What's the average for those {set_noun}?",
+            "Can you average those {set_noun} out for me?",
+            "What do those {set_noun} come to on average?",
+            "Give me the mean for those {set_noun}.",
+        ],
+        "terse": [
+            "Average for those {set_noun}?",
+            "Mean across the {set_noun}. One number.",
+            "Those {set_noun}: average?",
+        ],
+        "tech": [
+            "Compute the mean over those {set_noun}.",
+            "Aggregate the current {set_noun} with an average, single value.",
+            "What's the arithmetic mean across the {set_noun} in the result set?",
+        ],
+        "nonnative": [
+            "What is the average for these {set_noun}?",
+            "Which is the mean in those {set_noun}?",
+            "Tell me please the average from the {set_noun}.",
+        ],
+    },
+    "AGG_SUM_AMBIGUOUS": {
+        "plain": [
+            "What's the total for those {set_noun}?",
+            "Add it all up across those {set_noun}.",
+            "What do those {set_noun} come to in total?",
+            "Give me the sum for those {set_noun}.",
+        ],
+        "terse": [
+            "Total for those {set_noun}?",
+            "Sum across the {set_noun}. One number.",
+            "Those {set_noun}: total?",
+        ],
+        "tech": [
+            "Compute the sum over those {set_noun}.",
+            "Aggregate the current {set_noun} with a sum, single value.",
+            "What's the total across the {set_noun} in the result set?",
+        ],
+        "nonnative": [
+            "What is the total for these {set_noun}?",
+            "How much is it together for those {set_noun}?",
+            "Tell me please the sum from the {set_noun}.",
+        ],
+    },
+    "THRESHOLD_AMBIGUOUS": {
+        "plain": [
+            "Only keep the {big} ones among those {set_noun}.",
+            "Which of those {set_noun} are on the {high} side?",
+            "Filter those {set_noun} down to the {big} ones.",
+            "Just the {set_noun} that are {above} the cutoff, please.",
+        ],
+        "terse": [
+            "Only the {big} {set_noun}.",
+            "Drop everything but the {big} {set_noun}.",
+            "Those {set_noun}, {high} end only.",
+        ],
+        "tech": [
+            "Apply a threshold to those {set_noun} and keep the {high} values.",
+            "Filter the current {set_noun} to the {high} end of the range.",
+            "Restrict the {set_noun} to rows {above} the cutoff.",
+        ],
+        "nonnative": [
+            "Keep only the {big} ones of these {set_noun}, please.",
+            "Which of those {set_noun} are the {big} ones?",
+            "I want only the {set_noun} what are {above} the limit.",
+        ],
+    },
+}
+
+# put in front of the persona's wording; each ends a sentence, so the wording keeps its capital
+_TOPIC_SHIFT_LEADS = [
+    "New question. ",
+    "Switching topics. ",
+    "Something different now. ",
+    "Let's leave that aside. ",
+    "Moving on to another subject. ",
+]
+
+# ---------------------------------------------------------------------------------------------------
+# Persona styles: register, which cores they draw on, and wrappers around the core ("{core}" keeps its
+# capital; "{lc}" lower-cases its first letter, so it is only used when the core starts with template
+# text).
+
+_PERSONA_REGISTER = {
+    "journalist": "plain", "student": "plain", "product_manager": "plain", "novice_user": "plain",
+    "data_analyst": "tech", "casual_user": "plain", "impatient_exec": "terse",
+    "adversarial_user": "plain", "non_native_speaker": "nonnative", "verbose_user": "plain",
+}
+
+_WRAPPERS: dict[str, list[str]] = {
+    "journalist": [
+        "For a story I'm working on: {lc}",
+        "I'm fact-checking a piece. {core}",
+        "{core} I'd like to be able to cite this accurately.",
+        "Quick check for my article: {lc}",
+        "{core} This is going into print, so precision matters.",
+    ],
+    "student": [
+        "For my class project: {lc}",
+        "{core} I'm trying to learn how to read this data.",
+        "I'm studying this dataset for an assignment. {core}",
+        "Okay, next step of my homework: {lc}",
+    ],
+    "product_manager": [
+        "For the roadmap review: {lc}",
+        "{core} I need this for the stakeholder update.",
+        "Quick sanity check before the planning meeting: {lc}",
+        "{core} Keep it brief, I just need the answer.",
+    ],
+    "novice_user": [
+        "Um, {lc}",
+        "Sorry, I'm new to this. {core}",
+        "{core} I hope I'm asking this right.",
+        "Hi, I'm still figuring this tool out. {core}",
+    ],
+    "data_analyst": [
+        "{core}",
+        "Next query: {lc}",
+        "{core} Exact values, please, no rounding.",
+        "Continuing the analysis: {lc}",
+    ],
+    "casual_user": [
+        "hey, {lc}",
+        "ok so {lc}",
+        "{core} thanks!",
+        "{core} cheers",
+    ],
+    "impatient_exec": [
+        "{core} Now.",
+        "{core} Quickly.",
+        "{core}",
+        "Bottom line: {lc}",
+    ],
+    "adversarial_user": [
+        "Your last answer looked wrong to me. {core}",
+        "{core} And don't make anything up this time.",
+        "Let's see if you can get this one right: {lc}",
+        "I'll be checking this against the source. {core}",
+        "{core} Prove it with the actual data.",
+    ],
+    "non_native_speaker": [
+        "{core}",
+        "Hello, {lc}",
+        "{core} Thank you very much.",
+        "Sorry for my English. {core}",
+    ],
+    "verbose_user": [
+        "I've been going through this data for a while now and there's something I'd really like to "
+        "understand better, so bear with me. {core}",
+        "So, just to give you a bit of context, I'm putting together a fairly detailed overview and I "
+        "want to make sure every piece of it is right. {core}",
+        "{core} I know that might seem like a small detail, but it matters quite a bit for what I'm "
+        "trying to piece together, so I'd appreciate a careful answer.",
+        "Okay, here's the next thing I've been wondering about, and I'll try to phrase it as clearly "
+        "as I can. {core}",
+    ],
+}
+
+_CLARIFICATIONS: dict[str, list[str]] = {
+    "PIVOT_AMBIGUOUS": ["I mean the one with the {extreme} {prop}."],
+    "AGG_MAX_AMBIGUOUS": ["I meant the highest {prop}."],
+    "AGG_AVG_AMBIGUOUS": ["I meant their average {prop}."],
+    "AGG_SUM_AMBIGUOUS": ["I meant their total {prop}."],
+    "THRESHOLD_AMBIGUOUS": ["I mean the ones with {prop} {op} {value}."],
+}
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+_HIGH_OPS = ("more than", "greater than", "higher than", "above", "over", "at least", "larger than")
+_LOW_OPS = ("less than", "fewer than", "lower than", "below", "under", "at most", "smaller than")
+
+
+def _lc(template: str) -> str:
+    """Lower-case a template's first letter (not a slot, not the pronoun "I")."""
+    if not template or not template[0].isalpha() or re.match(r"I\b", template):
+        return template
+    return template[0].lower() + template[1:]
+
+
+def _uc(template: str) -> str:
+    """Capitalize a template's first letter (not a slot)."""
+    if not template or not template[0].isalpha():
+        return template
+    return template[0].upper() + template[1:]
+
+
+def _derived(family: str, slots: Mapping[str, str]) -> dict[str, str]:
+    extra: dict[str, str] = {}
+    if family == "PIVOT_AMBIGUOUS":
+        extreme = slots["extreme"].strip().lower()
+        low = extreme in ("lowest", "smallest", "least", "minimum", "bottom")
+        extra["pos"] = "bottom" if low else "top"
+    if family == "THRESHOLD_AMBIGUOUS":
+        op = slots["op"].strip().lower()
+        if op in _HIGH_OPS:
+            low = False
+        elif op in _LOW_OPS:
+            low = True
+        else:
+            raise TemplateError(f"{family}: unknown comparison {slots['op']!r}")
+        extra.update(big="small" if low else "big", high="low" if low else "high",
+                     above="below" if low else "above")
+    return extra
+
+
+def _check(family: str, persona: str | None, slots: Mapping[str, str]) -> None:
+    if family not in SLOTS:
+        raise TemplateError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    if persona is not None and persona not in _WRAPPERS:
+        raise TemplateError(f"unknown persona {persona!r}; known: {', '.join(PERSONAS)}")
+    missing = [s for s in SLOTS[family] if s not in slots or slots[s] is None]
+    if missing:
+        raise TemplateError(f"{family}: missing slot(s) {', '.join(missing)}")
+    bad = [s for s in SLOTS[family] if not isinstance(slots[s], str) or not slots[s].strip()]
+    if bad:
+        raise TemplateError(f"{family}: slot(s) {', '.join(bad)} must be non-empty strings")
+
+
+def _fill(template: str, values: Mapping[str, str], family: str) -> str:
+    try:
+        text = template.format_map(values)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise TemplateError(f"{family}: cannot fill {template!r}: {exc}") from exc
+    if _PLACEHOLDER.search(text):
+        raise TemplateError(f"{family}: unfilled placeholder in {text!r}")
+    return text
+
+
+def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Random) -> str:
+    """One utterance of ``family`` in ``persona``'s register (see the module docstring)."""
+    _check(family, persona, slots)
+    values = {k: v for k, v in slots.items() if isinstance(v, str)}
+    values.update(_derived(family, slots))
+    core = rng.choice(_CORES[family][_PERSONA_REGISTER[persona]])
+    back = slots.get("back")
+    if isinstance(back, str) and back.strip():
+        values["back"] = back.strip()
+        sep = " " if back.strip()[-1] in ".!?:;," else ": "
+        core = "{back}" + sep + _lc(core)
+    wrappers = _WRAPPERS[persona]
+    if not core[0].isalpha():  # starts with a slot: keep its case, so no lower-casing wrapper
+        wrappers = [w for w in wrappers if "{lc}" not in w]
+    wrapper = rng.choice(wrappers)
+    template = wrapper.replace("{lc}", _lc(core)).replace("{core}", core)
+    if family in _TOPIC_SHIFT:
+        template = rng.choice(_TOPIC_SHIFT_LEADS) + _uc(template)
+    return _fill(template, values, family)
+
+
+def clarification(family: str, slots: Mapping[str, str]) -> str:
+    """The scripted user answer that resolves an ambiguous turn ("I meant their average tax rate.").
+
+    ``family`` is an ambiguous family (``AGG_AVG_AMBIGUOUS``) or its base (``AGG_AVG``)."""
+    if family not in _CLARIFICATIONS and f"{family}_AMBIGUOUS" in _CLARIFICATIONS:
+        family = f"{family}_AMBIGUOUS"
+    if family not in _CLARIFICATIONS:
+        raise TemplateError(f"{family!r} is not an ambiguous family; known: {', '.join(AMBIGUOUS_FAMILIES)}")
+    _check(family, None, slots)
+    return _fill(_CLARIFICATIONS[family][0], {k: v for k, v in slots.items() if isinstance(v, str)}, family)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Leak detection: what a non-technical utterance must not contain.
+
+CYPHER_KEYWORDS = frozenset("""
+    MATCH OPTIONAL RETURN WHERE WITH ORDER BY LIMIT SKIP COUNT DISTINCT UNWIND CALL YIELD CREATE MERGE
+    SET DELETE DETACH REMOVE FOREACH UNION ALL AS AND OR XOR NOT IN IS NULL CASE WHEN THEN ELSE END
+    ASC DESC ASCENDING DESCENDING COLLECT SUM AVG MIN MAX EXISTS STARTS ENDS CONTAINS ON LOAD CSV
+    INDEX CONSTRAINT
+""".split())
+
+_UPPER_TOKEN = re.compile(r"\b[A-Z][A-Z0-9_]*\b")
+_UPPER_SNAKE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b")
+_SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
+_SLOT = re.compile(r"\{[^{}]*\}")
+
+
+def leaks(text: str, spec=None, *, allowed: Iterable[str] = ()) -> list[str]:
+    """Schema identifiers, Cypher keywords and template slots found in ``text``.
+
+    Flags: upper-case Cypher keywords (``MATCH``, ``COUNT`` ...), UPPER_SNAKE tokens, CamelCase tokens,
+    identifiers with an underscore, ``{slot}`` placeholders, and, given the world ``spec``, its
+    relationship types and multi-word labels. ``allowed`` lists strings (entity names, values) whose own
+    tokens are not to be flagged."""
+    scrubbed = text
+    for a in sorted((a for a in allowed if a), key=len, reverse=True):
+        scrubbed = scrubbed.replace(a, " ")
+    found: list[str] = []
+    found += [m for m in _SLOT.findall(scrubbed)]
+    found += [t for t in _UPPER_TOKEN.findall(scrubbed) if t in CYPHER_KEYWORDS]
+    found += _UPPER_SNAKE.findall(scrubbed)
+    found += _CAMEL.findall(scrubbed)
+    found += [t for t in _SNAKE.findall(scrubbed) if t not in found]
+    if spec is not None:
+        types = set(spec.relationship_types)
+        found += [t for t in _UPPER_TOKEN.findall(scrubbed) if t in types and t not in found]
+    seen: list[str] = []
+    for f in found:
+        if f not in seen:
+            seen.append(f)
+    return seen
+
+
+def is_technical(persona: str) -> bool:
+    """Whether ``persona`` may name schema identifiers (and so is exempt from :func:`leaks`)."""
+    return persona in TECHNICAL_PERSONAS

@@ -1,0 +1,327 @@
+"""Utterance templates and the world lexicons (pure Python, no database needed).
+
+Every family is rendered for every persona and every world with realistic slots (real labels,
+relationships, properties and generated values), checking: no schema identifier or Cypher keyword leaks
+into a non-technical utterance, no unfilled slot, every slot value verbatim (ambiguous families leave
+out exactly the slots they must), determinism, and variety (>= 3 distinct wordings over 30 seeds)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+
+import pytest
+
+from benchmark.lexicon import FALLBACK_LINK, Lexicon, pluralize, split_identifier
+from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
+from benchmark.templates import (AMBIGUOUS_FAMILIES, FAMILIES, OMITTED, PARAPHRASED, SLOTS, TemplateError,
+                                 _CORES, _WRAPPERS, clarification, leaks, render)
+from graphs.generator import generate
+from graphs.spec import all_specs
+
+SPECS = all_specs()
+SEEDS = range(30)
+CAMEL = re.compile(r"[a-z][A-Z]")
+_WORLDS: dict[str, tuple] = {}
+
+
+def world(name: str):
+    """(spec, lexicon, a small generated graph) for one world, built once."""
+    if name not in _WORLDS:
+        spec = next(s for s in SPECS if s.world == name)
+        _WORLDS[name] = (spec, Lexicon(spec), generate(spec, scale=0.05))
+    return _WORLDS[name]
+
+
+def _categorical(spec, label=None):
+    out = [(n.label, p) for n in spec.nodes for p in n.properties
+           if p.values and n.key != p.name and (label is None or n.label == label)]
+    return out
+
+
+def _numeric(spec, label=None):
+    return [(n.label, p) for n in spec.nodes for p in n.properties
+            if p.type in ("int", "float") and not p.values and (label is None or n.label == label)]
+
+
+def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, str]:
+    """Realistic slots for ``family`` in one world, the way the session builder derives them."""
+    spec, lex, graph = world(world_name)
+    rels = list(spec.relationships)
+    if family == "RECURSE":
+        rels = [r for r in rels if r.source == r.target] or rels
+    rel = rng.choice(rels)
+    direction = rng.choice(["forward", "backward"])
+    start, end = (rel.source, rel.target) if direction == "forward" else (rel.target, rel.source)
+    link = lex.link(rel.type, rel.source, rel.target, direction)
+    anchor_row = rng.choice(graph.nodes[start])
+    anchor_name = lex.value(anchor_row[spec.node(start).key])
+
+    # the "current set" for chain turns: the start label of the chosen relationship
+    numeric = _numeric(spec, start) or _numeric(spec)
+    num_label, num_prop = rng.choice(numeric)
+    observed = [row[num_prop.name] for row in graph.nodes[num_label] if row.get(num_prop.name) is not None]
+    observed = observed or [num_prop.min, num_prop.max]
+    categorical = _categorical(spec, num_label) or _categorical(spec)
+    cat_label, cat_prop = rng.choice(categorical)
+    cat2_label, cat2_prop = rng.choice(_categorical(spec, num_label) or _categorical(spec))
+
+    set_label = num_label if family in ("AGG_MAX", "AGG_AVG", "AGG_SUM", "THRESHOLD", "COMPOUND",
+                                        "PIVOT", "PIVOT_AMBIGUOUS", "AGG_MAX_AMBIGUOUS",
+                                        "AGG_AVG_AMBIGUOUS", "AGG_SUM_AMBIGUOUS",
+                                        "THRESHOLD_AMBIGUOUS") else start
+    if family in ("FILTER", "REFINE", "OPENING_FILTERED", "TOPIC_SHIFT_FILTERED"):
+        prop, value, set_label = lex.prop(cat_label, cat_prop.name), lex.value(rng.choice(cat_prop.values)), cat_label
+    else:
+        prop, value = lex.prop(num_label, num_prop.name), lex.value(rng.choice(observed))
+    slots = {
+        "target_noun": lex.noun(end) if not family.endswith("FILTERED") else lex.noun(set_label),
+        "link": link,
+        "anchor_noun": lex.noun(start, plural=False),
+        "anchor_name": anchor_name,
+        "set_noun": lex.noun(set_label) if family not in ("EXPAND", "RECURSE") else lex.noun(start),
+        "set_noun_singular": lex.noun(set_label, plural=False),
+        "prop": prop,
+        "value": value,
+        "extreme": rng.choice(["highest", "lowest"]),
+        "op": rng.choice(["more than", "less than"]),
+        "prop2": lex.prop(cat2_label, cat2_prop.name),
+        "value2": lex.value(rng.choice(cat2_prop.values)),
+    }
+    if rng.random() < 0.3:
+        slots["back"] = f"Going back to the {lex.noun(start)} from before"
+    elif rng.random() < 0.5:
+        slots["back"] = ""
+    return slots
+
+
+def _word_in(needle: str, text: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text, re.IGNORECASE) is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# lexicon
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.world)
+def test_lexicon_words_are_plain_english(spec):
+    lex = Lexicon(spec)
+    words = []
+    for node in spec.nodes:
+        words += [lex.noun(node.label), lex.noun(node.label, plural=False)]
+        words += [lex.prop(node.label, p.name) for p in node.properties]
+    for rel in spec.relationships:
+        for direction in ("forward", "backward"):
+            phrase = lex.link(rel.type, rel.source, rel.target, direction)
+            assert phrase != FALLBACK_LINK, (rel.type, direction)  # every shipped spec names its links
+            words.append(phrase)
+        words += [lex.prop(rel.type, p.name) for p in rel.properties]
+    for w in words:
+        assert w and w == w.strip() and "_" not in w and not CAMEL.search(w), w
+        assert not leaks(w, spec), w
+        assert "{" not in w and "}" not in w, w
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.world)
+def test_lexicon_plurals_differ_from_singulars(spec):
+    lex = Lexicon(spec)
+    for node in spec.nodes:
+        assert lex.noun(node.label) != lex.noun(node.label, plural=False), node.label
+
+
+def test_lexicon_defaults_and_spec_words():
+    lex = Lexicon(world("ancient_empire")[0])
+    assert lex.noun("Province") == "provinces" and lex.noun("Province", plural=False) == "province"
+    assert lex.noun("Deity") == "deities"
+    assert lex.link("GOVERNS", "Emperor", "Province", "forward") == "governed by"
+    assert lex.link("GOVERNS", "Emperor", "Province", "backward") == "governing"
+    assert lex.link("COMMANDED_BY", "Legion", "General", "forward") == "commanding"
+    assert lex.link("COMMANDED_BY", "Legion", "General", "backward") == "commanded by"
+    assert lex.link("NO_SUCH_TYPE", "Emperor", "Province", "forward") == FALLBACK_LINK
+    with pytest.raises(ValueError):
+        lex.link("GOVERNS", "Emperor", "Province", "sideways")
+    assert lex.prop("Province", "tax_rate") == "tax rate"
+    assert lex.prop("Emperor", "reign_years") == "reign length in years"
+    assert lex.prop("Nobody", "some_thing") == "some thing"
+    stellar = Lexicon(world("stellar_colony")[0])
+    assert stellar.noun("StarSystem") == "star systems" and stellar.noun("StarSystem", False) == "star system"
+    assert Lexicon(world("arcane_archive")[0]).noun("Shelf") == "shelves"
+    assert Lexicon(world("hospital")[0]).noun("Diagnosis") == "diagnoses"
+    assert lex.noun("UnknownLabel") == "unknown labels"
+
+
+@pytest.mark.parametrize("word,plural", [
+    ("province", "provinces"), ("ministry", "ministries"), ("day", "days"), ("box", "boxes"),
+    ("church", "churches"), ("wish", "wishes"), ("bus", "buses"),
+    ("star system", "star systems"), ("analysis", "analyses"), ("person", "people"), ("key", "keys"),
+])
+def test_pluralize(word, plural):
+    assert pluralize(word) == plural
+
+
+def test_split_identifier():
+    assert split_identifier("StarSystem") == "star system"
+    assert split_identifier("HTTPServer") == "http server"
+    assert split_identifier("tax_rate") == "tax rate"
+
+
+def test_values_are_verbatim():
+    v = Lexicon.value
+    assert v("the Bold") == "the Bold" and v(42) == "42" and v(-3) == "-3"
+    assert v(0.35) == "0.35" and v(1200.0) == "1200.0" and v(0.1 + 0.2) == str(0.1 + 0.2)
+    assert v(True) == "yes" and v(False) == "no"
+    assert v(dt.date(990, 1, 5)) == "0990-01-05"
+
+
+# --------------------------------------------------------------------------------------------------
+# templates: structure
+
+
+def test_families_and_personas_are_covered():
+    assert set(FAMILIES) == set(SLOTS) == set(_CORES)
+    assert len(FAMILIES) == 21
+    assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
+    assert set(_WRAPPERS) == set(PERSONAS)
+    for family, registers in _CORES.items():
+        assert set(registers) == {"plain", "terse", "tech", "nonnative"}, family
+        for register, cores in registers.items():
+            assert len(cores) >= 3, (family, register)
+            assert len(set(cores)) == len(cores), (family, register)
+            for core in cores:
+                assert core[0].isalpha(), core  # starts with template text, never a slot
+                used = set(re.findall(r"\{(\w+)\}", core))
+                assert used <= set(SLOTS[family]) | {"pos", "big", "high", "above"}, core
+                for slot in set(SLOTS[family]) - set(OMITTED.get(family, ())) - set(PARAPHRASED.get(family, ())):
+                    assert "{" + slot + "}" in core, (family, register, core, slot)
+                for slot in OMITTED.get(family, ()):
+                    assert "{" + slot + "}" not in core, (family, core, slot)
+    for persona, wrappers in _WRAPPERS.items():
+        assert len(wrappers) >= 3, persona
+        assert any("{lc}" not in w for w in wrappers), persona  # usable when a back reference leads
+
+
+# --------------------------------------------------------------------------------------------------
+# templates: every family x persona x world
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.world)
+def test_render_every_family_and_persona(spec):
+    for family in FAMILIES:
+        for persona in PERSONAS:
+            for seed in SEEDS:
+                slots = make_slots(spec.world, family, random.Random(f"{spec.world}/{family}/{seed}"))
+                text = render(family, persona, slots, random.Random(seed))
+                assert text == render(family, persona, slots, random.Random(seed))  # deterministic
+                assert not re.search(r"\{\w*\}", text), text
+                assert "  " not in text and text == text.strip(), text
+                if persona not in TECHNICAL_PERSONAS:
+                    assert leaks(text, spec) == [], (family, persona, text)
+                required = set(SLOTS[family]) - set(OMITTED.get(family, ())) - set(PARAPHRASED.get(family, ()))
+                for slot in required:
+                    assert slots[slot] in text, (family, persona, slot, slots[slot], text)
+                if slots.get("back"):
+                    assert slots["back"] in text, text
+                present = [slots[s] for s in required]
+                for slot in OMITTED.get(family, ()):
+                    if any(_word_in(slots[slot], p) for p in present):
+                        continue  # the omitted word is part of a noun that must appear
+                    assert not _word_in(slots[slot], text), (family, persona, slot, slots[slot], text)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.world)
+def test_every_family_and_persona_has_variety(spec):
+    for family in FAMILIES:
+        slots = make_slots(spec.world, family, random.Random(f"{spec.world}/{family}/fixed"))
+        slots.pop("back", None)
+        for persona in PERSONAS:
+            texts = {render(family, persona, slots, random.Random(seed)) for seed in SEEDS}
+            assert len(texts) >= 3, (family, persona, texts)
+
+
+def test_rng_state_decides_the_text():
+    slots = make_slots("ancient_empire", "EXPAND", random.Random(1))
+    a, b = random.Random(7), random.Random(7)
+    assert [render("EXPAND", "journalist", slots, a) for _ in range(5)] == \
+           [render("EXPAND", "journalist", slots, b) for _ in range(5)]
+
+
+def test_back_reference_leads_and_keeps_its_case():
+    slots = {"set_noun": "provinces", "target_noun": "legions", "link": "stationed in",
+             "back": "Going back to the provinces from before"}
+    for persona in PERSONAS:
+        for seed in SEEDS:
+            text = render("EXPAND", persona, slots, random.Random(seed))
+            assert "Going back to the provinces from before: " in text, text
+    plain = dict(slots, back="")
+    for seed in SEEDS:
+        assert not render("EXPAND", "journalist", plain, random.Random(seed)).startswith(":")
+    del plain["back"]
+    render("EXPAND", "journalist", plain, random.Random(0))
+
+
+def test_topic_shift_says_so():
+    slots = {"target_noun": "provinces", "link": "governed by", "anchor_noun": "emperor",
+             "anchor_name": "Quabro Tasherk"}
+    leads = ("New question.", "Switching topics.", "Something different now.", "Let's leave that aside.",
+             "Moving on to another subject.")
+    for persona in PERSONAS:
+        text = render("TOPIC_SHIFT_ANCHORED", persona, slots, random.Random(3))
+        assert text.startswith(leads), text
+        assert not render("OPENING_ANCHORED", persona, slots, random.Random(3)).startswith(leads)
+
+
+def test_errors():
+    slots = {"set_noun": "provinces"}
+    rng = random.Random(0)
+    with pytest.raises(TemplateError):
+        render("NO_SUCH_FAMILY", "journalist", slots, rng)
+    with pytest.raises(TemplateError):
+        render("AGG_COUNT", "pirate", slots, rng)
+    with pytest.raises(TemplateError):
+        render("AGG_MAX", "journalist", slots, rng)  # prop missing
+    with pytest.raises(TemplateError):
+        render("AGG_COUNT", "journalist", {"set_noun": ""}, rng)
+    with pytest.raises(TemplateError):
+        render("THRESHOLD_AMBIGUOUS", "journalist",
+               {"set_noun": "cities", "prop": "population", "op": "roughly", "value": "5"}, rng)
+    with pytest.raises(TemplateError):
+        clarification("EXPAND", {"set_noun": "x", "target_noun": "y", "link": "in"})
+    with pytest.raises(TemplateError):
+        clarification("AGG_AVG_AMBIGUOUS", {"set_noun": "provinces"})
+    assert issubclass(TemplateError, ValueError)
+
+
+def test_clarifications_name_the_missing_parts():
+    pivot = {"set_noun": "provinces", "set_noun_singular": "province", "prop": "population",
+             "extreme": "highest", "target_noun": "legions", "link": "stationed in"}
+    assert clarification("PIVOT_AMBIGUOUS", pivot) == "I mean the one with the highest population."
+    agg = {"set_noun": "provinces", "prop": "tax rate"}
+    assert clarification("AGG_AVG_AMBIGUOUS", agg) == "I meant their average tax rate."
+    assert clarification("AGG_AVG", agg) == "I meant their average tax rate."
+    assert "highest tax rate" in clarification("AGG_MAX_AMBIGUOUS", agg)
+    assert "total tax rate" in clarification("AGG_SUM_AMBIGUOUS", agg)
+    thr = {"set_noun": "provinces", "prop": "population", "op": "more than", "value": "50000"}
+    assert clarification("THRESHOLD_AMBIGUOUS", thr) == "I mean the ones with population more than 50000."
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.world)
+def test_clarifications_in_every_world(spec):
+    for family in AMBIGUOUS_FAMILIES:
+        for seed in range(10):
+            slots = make_slots(spec.world, family, random.Random(f"{spec.world}/{family}/{seed}"))
+            text = clarification(family, slots)
+            for slot in OMITTED[family]:
+                assert slots[slot] in text, (family, slot, text)
+            assert leaks(text, spec) == [], text
+
+
+def test_leak_detector():
+    assert leaks("MATCH (p:Province) RETURN p") == ["MATCH", "RETURN"]
+    assert "GOVERNS" in leaks("provinces via GOVERNS", world("ancient_empire")[0])
+    assert "COMMANDED_BY" in leaks("legions COMMANDED_BY generals")
+    assert "StarSystem" in leaks("all StarSystem nodes")
+    assert "tax_rate" in leaks("whose tax_rate is 0.1")
+    assert "{prop}" in leaks("whose {prop} is 0.1")
+    assert leaks("Which provinces are governed by the emperor Quabro Tasherk?") == []
+    assert leaks("Which patients have AB as their blood type?") == []
