@@ -11,15 +11,11 @@ A backend failure never breaks the build: it is counted and the template text ke
 
 from __future__ import annotations
 
-import http.client
-import json
 import re
-import socket
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
+
+from benchmark.openai_chat import ChatError, OpenAIChat
 
 MAX_LENGTH_RATIO = 3  # a rewrite longer than this many times the template has wandered off
 
@@ -69,13 +65,6 @@ def _clean(text: str) -> str:
     return text
 
 
-def _error_body(exc: urllib.error.HTTPError) -> str:
-    try:
-        return exc.read(500).decode("utf-8", "replace").strip()
-    except Exception:  # noqa: BLE001 - the body is only a detail of the message
-        return ""
-
-
 class Rewriter(Protocol):
     def rewrite(self, utterance: str, persona: str) -> str: ...
 
@@ -85,77 +74,26 @@ class RewriteError(RuntimeError):
 
 
 class OpenAIRewriter:
-    """An OpenAI-compatible chat-completions backend (urllib only; no client library needed).
-
-    ``base_url`` is the server root or its ``/v1``; 429, 5xx, timeouts and connection failures are
-    retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds, or the
-    server's Retry-After when it is shorter than ``max_backoff``), then ``RewriteError`` is raised.
-    Other HTTP errors are raised at once.
-    """
+    """An OpenAI-compatible chat-completions backend (see ``benchmark.openai_chat.OpenAIChat`` for
+    the retry policy: 429, 5xx, timeouts and dropped connections are retried with backoff)."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, temperature: float = 0.7,
                  timeout: float = 30, retries: int = 3, *, backoff: float = 1.0, max_backoff: float = 30.0,
                  max_tokens: int = 200, seed: int | None = None):
-        root = base_url.rstrip("/")
-        self.url = root + ("/chat/completions" if root.endswith("/v1") else "/v1/chat/completions")
-        self.model = model
-        self.api_key = api_key
+        self.chat = OpenAIChat(base_url, model, api_key=api_key, timeout=timeout, retries=retries,
+                               backoff=backoff, max_backoff=max_backoff)
+        self.url = self.chat.url
         self.temperature = temperature
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
         self.max_tokens = max_tokens
         self.seed = seed
 
-    def _request(self, utterance: str, persona: str) -> urllib.request.Request:
-        body: dict[str, Any] = {"model": self.model, "messages": _messages(utterance, persona),
-                                "temperature": self.temperature, "max_tokens": self.max_tokens}
-        if self.seed is not None:
-            body["seed"] = self.seed  # servers that honour it make the pass reproducible
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        return urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"), headers=headers,
-                                      method="POST")
-
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        delay = self.backoff * 2 ** attempt
-        if retry_after:
-            try:
-                delay = max(delay, min(float(retry_after), self.max_backoff))
-            except ValueError:
-                pass  # an HTTP date; the exponential delay will do
-        return delay
-
     def rewrite(self, utterance: str, persona: str) -> str:
-        request = self._request(utterance, persona)
-        last = ""
-        for attempt in range(self.retries + 1):
-            retry_after = None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-                return _clean(payload["choices"][0]["message"]["content"])
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} {exc.reason}: {_error_body(exc)}".strip()
-                if exc.code != 429 and exc.code < 500:
-                    raise RewriteError(f"{self.url} refused the request: {last}") from None
-                retry_after = exc.headers.get("Retry-After")
-            except (TimeoutError, socket.timeout) as exc:
-                last = f"no answer within {self.timeout:g} s ({exc})"
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                    last = f"no answer within {self.timeout:g} s"
-                else:
-                    last = f"cannot reach the server: {exc.reason}"
-            except (ConnectionError, http.client.HTTPException) as exc:  # dropped mid-response
-                last = f"the connection failed: {exc!r}"
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise RewriteError(f"{self.url} sent a reply that is not a chat completion: {exc!r}") from None
-            if attempt < self.retries:
-                time.sleep(self._delay(attempt, retry_after))
-        raise RewriteError(f"{self.url} failed {self.retries + 1} time(s); last error: {last}")
+        try:
+            text = self.chat.complete(_messages(utterance, persona), temperature=self.temperature,
+                                      max_tokens=self.max_tokens, seed=self.seed)
+        except ChatError as exc:
+            raise RewriteError(str(exc)) from None
+        return _clean(text)
 
 
 class HFRewriter:

@@ -1,0 +1,158 @@
+"""The action grammar shared by evaluation and training: text from a model -> one of five actions.
+
+Accepted forms, tried in this order (``<think>…</think>`` blocks are removed first):
+
+1. Hermes-style tool call (what Qwen2.5 emits)::
+
+       <tool_call>{"name": "execute_cypher", "arguments": {"query": "MATCH (n) RETURN n LIMIT 1"}}</tool_call>
+
+   Tools: ``execute_cypher(query)``, ``inspect_schema()``, ``search_values(label, property, query)``,
+   ``ask_user(question)``, ``submit_answer(query)``; names are case-insensitive and may also be the
+   upper-case action names.
+2. A JSON object: ``{"action": "EXECUTE_CYPHER", "input": "MATCH …"}`` (``input``, ``payload``,
+   ``query``, ``question`` or ``arguments`` hold the argument) or ``{"name": …, "arguments": …}``.
+3. Plain tagged text: a line starting with the action name, the argument after it (the rest of the
+   text, code fences removed)::
+
+       EXECUTE_CYPHER MATCH (e:Emperor) RETURN e.name
+       SEARCH_VALUES {"label": "Emperor", "property": "name", "query": "quabro"}
+       INSPECT_SCHEMA
+
+   ``<EXECUTE_CYPHER>…</EXECUTE_CYPHER>`` tags are accepted too.
+4. The GRPO paper's response format: ``<reasoning>…</reasoning><answer>CYPHER</answer>`` is a
+   SUBMIT_ANSWER of the answer.
+
+``parse_action`` never raises: text that matches none of these, or whose argument is missing, gives a
+``ParseError`` whose message tells the model what to send instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+EXECUTE = "EXECUTE_CYPHER"
+INSPECT = "INSPECT_SCHEMA"
+SEARCH = "SEARCH_VALUES"
+ASK = "ASK_USER"
+SUBMIT = "SUBMIT_ANSWER"
+ACTIONS = (EXECUTE, INSPECT, SEARCH, ASK, SUBMIT)
+INVALID = "INVALID"
+
+_ARG_KEYS = {EXECUTE: ("query", "cypher", "input", "payload"), SUBMIT: ("query", "cypher", "input", "payload"),
+             ASK: ("question", "input", "payload", "text"), SEARCH: (), INSPECT: ()}
+
+HELP = ("Send exactly one action, e.g. `EXECUTE_CYPHER <query>`, `INSPECT_SCHEMA`, "
+        "`SEARCH_VALUES {\"label\": …, \"property\": …, \"query\": …}`, `ASK_USER <question>` or "
+        "`SUBMIT_ANSWER <query>` (or a <tool_call>{\"name\": …, \"arguments\": {…}}</tool_call>).")
+
+
+@dataclass(frozen=True)
+class Action:
+    type: str  # one of ACTIONS
+    argument: Any  # str for EXECUTE/ASK/SUBMIT, dict or str (raw, maybe malformed JSON) for SEARCH, None for INSPECT
+
+
+@dataclass(frozen=True)
+class ParseError:
+    message: str
+    type: str = INVALID
+
+
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S | re.I)
+_ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.S | re.I)
+_TAGGED = re.compile(r"<(EXECUTE_CYPHER|INSPECT_SCHEMA|SEARCH_VALUES|ASK_USER|SUBMIT_ANSWER)>(.*?)</\1>", re.S | re.I)
+_LINE = re.compile(r"^[ \t>*`#-]*(?:action\s*:\s*)?(EXECUTE_CYPHER|INSPECT_SCHEMA|SEARCH_VALUES|ASK_USER|SUBMIT_ANSWER)\b[:\s]*",
+                   re.M | re.I)
+_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```\s*$", re.S)
+
+
+def _unfence(text: str) -> str:
+    text = text.strip()
+    m = _FENCE.match(text)
+    return m.group(1).strip() if m else text.strip("`").strip()
+
+
+def _action_name(name: Any) -> str | None:
+    if not isinstance(name, str):
+        return None
+    upper = name.strip().upper()
+    return upper if upper in ACTIONS else None
+
+
+def _from_call(name: Any, args: Any) -> Action | ParseError:
+    kind = _action_name(name)
+    if kind is None:
+        return ParseError(f"unknown action {name!r}. {HELP}")
+    if isinstance(args, str):
+        stripped = args.strip()
+        if stripped.startswith("{"):
+            try:
+                args = json.loads(stripped)
+            except ValueError:
+                pass
+    if kind == INSPECT:
+        return Action(INSPECT, None)
+    if kind == SEARCH:
+        if isinstance(args, dict):
+            return Action(SEARCH, args)
+        return Action(SEARCH, "" if args is None else str(args))
+    if isinstance(args, dict):
+        value = next((args[k] for k in _ARG_KEYS[kind] if k in args), None)
+        if value is None and len(args) == 1:
+            value = next(iter(args.values()))
+    else:
+        value = args
+    if not isinstance(value, str) or not value.strip():
+        return ParseError(f"{kind} needs a non-empty {_ARG_KEYS[kind][0]}. {HELP}")
+    return Action(kind, _unfence(value))
+
+
+def _from_json(obj: Any) -> Action | ParseError | None:
+    if not isinstance(obj, dict):
+        return None
+    if "name" in obj:
+        return _from_call(obj["name"], obj.get("arguments", obj.get("parameters")))
+    if "action" in obj:
+        args = next((obj[k] for k in ("arguments", "input", "payload", "query", "question") if k in obj), None)
+        if _action_name(obj["action"]) == SEARCH and args is None:
+            args = {k: obj[k] for k in ("label", "property", "query") if k in obj}
+        return _from_call(obj["action"], args)
+    return None
+
+
+def parse_action(text: Any) -> Action | ParseError:
+    """Parse one model output into an action (see the module docstring). Never raises."""
+    if not isinstance(text, str):
+        return ParseError(f"an action must be text, got {type(text).__name__}. {HELP}")
+    text = _THINK.sub("", text).strip()
+    if not text:
+        return ParseError(f"the response is empty. {HELP}")
+    m = _TOOL_CALL.search(text)
+    if m:
+        try:
+            call = json.loads(m.group(1))
+        except ValueError as exc:
+            return ParseError(f"the <tool_call> does not hold valid JSON ({exc.msg} at character {exc.pos}). {HELP}")
+        parsed = _from_json(call)
+        return parsed if parsed is not None else ParseError(f"a tool call needs \"name\" and \"arguments\". {HELP}")
+    if text.startswith("{"):
+        try:
+            parsed = _from_json(json.loads(text))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            return parsed
+    m = _TAGGED.search(text)
+    if m:
+        return _from_call(m.group(1), m.group(2).strip())
+    m = _LINE.search(text)
+    if m:
+        return _from_call(m.group(1), text[m.end():].strip())
+    m = _ANSWER.search(text)
+    if m:
+        return _from_call(SUBMIT, m.group(1))
+    return ParseError(f"no action found in the response. {HELP}")

@@ -1,0 +1,291 @@
+"""CypherTurn as a Gymnasium environment: one episode is one session (DESIGN §6).
+
+Contract:
+
+- ``reset(seed=None, options=None)`` picks a session: ``options={"session_id": ID}`` picks that one;
+  otherwise the session is drawn from the dataset with the env's RNG (seeded by ``seed``). It returns
+  the first turn prompt and ``info`` with ``system_prompt``, ``session_id``, ``turns``, ``new_turn``.
+- ``step(action)`` takes the model's raw text (see ``envs.actions``); each call costs one unit, a
+  malformed one too. It returns the observation (the action's result, or the next turn prompt when a
+  turn ended), the reward (the EX of the ended turn's prediction, else 0), ``terminated`` (the session
+  is over), ``truncated`` (always False) and ``info`` (``new_turn``: the observation is a turn
+  prompt, so the agent should start a fresh context with ``info["system_prompt"]``; ``record``: the
+  turn record when a turn ended; ``records``: every record so far).
+- A turn ends on the first SUBMIT_ANSWER; in the guided protocol also after its third action; in
+  the agentic protocol also when the shared budget B = T x m runs out, and then every remaining turn
+  is recorded with prediction None and ``cliff`` = True. A turn that ends without SUBMIT takes its last
+  EXECUTE_CYPHER query as the prediction, or None.
+- The agent never sees gold queries (only, in the guided protocol, gold *results* of earlier turns,
+  as the protocol prescribes) and cannot reset a session from inside an episode.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from benchmark.session import Session, Turn, read_sessions
+from envs import prompts
+from envs.actions import ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, parse_action
+from envs.records import TurnRecord
+from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
+from graphs.executor import SafeExecutor
+from graphs.schema import introspect
+from graphs.search import SearchError, SearchUnavailable, search_values
+
+PROTOCOLS = ("guided", "agentic")
+VARIANTS = (None, "persistent_schema", "disclosed_horizon", "budget_encouraging")
+MAX_TEXT = 200_000
+# Observations and actions are text over this charset; anything else in an observation becomes "?".
+CHARSET = frozenset(string.printable + "".join(chr(c) for c in range(0xA0, 0x250)) + "–—‘’“”…•→←·")
+
+
+def sanitize(text: str) -> str:
+    text = "".join(ch if ch in CHARSET else "?" for ch in text)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 20] + "\n...(cut)"
+
+
+_DATASET_CACHE: dict[str, list[Session]] = {}
+
+
+def load_dataset(dataset: str | Path | None) -> list[Session]:
+    """Sessions from a build directory or sessions.jsonl; None: the default test build (built on demand)."""
+    if dataset is None:
+        from benchmark.build import default_dataset
+
+        dataset = default_dataset("test")
+    key = str(Path(dataset).resolve())
+    if key not in _DATASET_CACHE:
+        sessions = list(read_sessions(dataset))
+        if not sessions:
+            raise ValueError(f"{dataset}: no sessions")
+        _DATASET_CACHE[key] = sessions
+    return _DATASET_CACHE[key]
+
+
+class CypherTurnEnv(gym.Env):
+    """One CypherTurn session per episode; text observations and text actions."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, protocol: str = "guided", dataset: str | Path | None = None, *, budget_multiplier: int = 3,
+                 variant: str | None = None, timeout: float = 120.0, sessions: list[Session] | None = None,
+                 user_simulator_backend=None, render_mode: str | None = None):
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        if variant not in VARIANTS or (variant and protocol != "agentic"):
+            raise ValueError(f"variant must be one of {VARIANTS[1:]} (agentic protocol only), got {variant!r}")
+        if not isinstance(budget_multiplier, int) or budget_multiplier < 1:
+            raise ValueError(f"budget_multiplier must be a positive integer, got {budget_multiplier!r}")
+        self.protocol = protocol
+        self.variant = variant
+        self.m = budget_multiplier
+        self.timeout = timeout
+        self.sessions = sessions if sessions is not None else load_dataset(dataset)
+        self._by_id = {s.id: s for s in self.sessions}
+        self._backend = user_simulator_backend
+        self.render_mode = render_mode
+        self.action_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
+        self.observation_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
+        self.session: Session | None = None
+
+    # -- episode ------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        if "session_id" in options:
+            if options["session_id"] not in self._by_id:
+                raise ValueError(f"unknown session id {options['session_id']!r}")
+            self.session = self._by_id[options["session_id"]]
+        else:
+            self.session = self.sessions[int(self.np_random.integers(len(self.sessions)))]
+        s = self.session
+        self.executor = SafeExecutor(s.world, timeout=self.timeout, max_rows=1000)
+        self.schema = introspect(s.world)
+        self.simulator = UserSimulator(self.schema.terms(), self._backend)
+        self.turn_index = 0
+        self.records: list[TurnRecord] = []
+        self.budget = len(s.turns) * self.m if self.protocol == "agentic" else None
+        self.agentic_history: list[str] = []
+        self.schema_seen = False
+        self.transcript: list[str] = [f"Session {s.id} ({s.world}, persona {s.persona}, {self.protocol})"]
+        self._start_turn()
+        info = {"system_prompt": prompts.system_prompt(self.protocol, self.variant), "session_id": s.id,
+                "world": s.world, "turns": len(s.turns), "new_turn": True, "budget_left": self.budget,
+                "turn_index": 0, "actions_in_turn": 0}
+        return self._obs(self._turn_prompt()), info
+
+    def _start_turn(self) -> None:
+        self.actions: list[dict] = []
+        self.outputs: list[str] = []  # the model's raw text, for Tok/S
+        self.last_execute: str | None = None
+        self.asks = 0
+        self.turn_history: list[str] = []
+
+    @property
+    def turn(self) -> Turn:
+        return self.session.turns[self.turn_index]
+
+    def _turn_prompt(self) -> str:
+        s, i = self.session, self.turn_index
+        if self.protocol == "guided":
+            text = prompts.guided_turn_prompt(self.schema.to_text(), s.turns, i)
+        else:
+            horizon = None
+            if self.variant == "disclosed_horizon":
+                remaining = len(s.turns) - i
+                horizon = {"turns": len(s.turns), "m": self.m, "budget": len(s.turns) * self.m, "left": self.budget,
+                           "suggested": round(self.budget / remaining, 1)}
+            schema_text = self.schema.to_text() if self.variant == "persistent_schema" and self.schema_seen else None
+            text = prompts.agentic_turn_prompt(self.agentic_history, self.turn.shown_utterance, i,
+                                               schema_text=schema_text, horizon=horizon)
+        self.transcript.append(f"--- turn {i + 1} ---\nUser: {self.turn.shown_utterance}")
+        return text
+
+    def _obs(self, text: str) -> str:
+        return sanitize(text)
+
+    # -- actions ------------------------------------------------------------------------------------
+    def step(self, action: Any):
+        if self.session is None or self.turn_index >= len(self.session.turns):
+            raise RuntimeError("call reset() before step(); the episode is over")
+        parsed = parse_action(action)
+        raw = action if isinstance(action, str) else repr(action)
+        self.transcript.append(f"Assistant: {raw}")
+        if self.budget is not None:
+            self.budget -= 1
+        observation, submitted = self._apply(parsed)
+        self.actions.append({"type": parsed.type, "payload": _payload_text(parsed)})
+        self.outputs.append(raw)
+        self.transcript.append(f"Observation: {observation}")
+        turn_over = submitted is not None or (
+            self.protocol == "guided" and len(self.actions) >= prompts.GUIDED_CAP) or (
+            self.budget is not None and self.budget <= 0)
+        info: dict[str, Any] = {"new_turn": False, "budget_left": self.budget, "session_id": self.session.id,
+                                "turn_index": self.turn_index, "actions_in_turn": len(self.actions),
+                                "actions_left_in_turn": (prompts.GUIDED_CAP - len(self.actions)
+                                                         if self.protocol == "guided" else None)}
+        if not turn_over:
+            return self._obs(observation), 0.0, False, False, info
+        prediction = submitted if submitted is not None else self.last_execute
+        record = self._finish_turn(prediction, submitted is not None)
+        reward = float(record.ex or 0)
+        info["record"] = record.to_dict()
+        if self.budget is not None and self.budget <= 0:
+            self._cliff()
+        if self.turn_index >= len(self.session.turns):
+            info["records"] = [r.to_dict() for r in self.records]
+            end = f"{observation}\n[The session is over.]"
+            return self._obs(end), reward, True, False, info
+        info.update(new_turn=True, turn_index=self.turn_index, actions_in_turn=0,
+                    records=[r.to_dict() for r in self.records])
+        return self._obs(self._turn_prompt()), reward, False, False, info
+
+    def _apply(self, parsed: Action | ParseError) -> tuple[str, str | None]:
+        """(observation, submitted query or None)."""
+        if isinstance(parsed, ParseError):
+            return prompts.invalid_action(parsed.message), None
+        if parsed.type == EXECUTE:
+            self.last_execute = parsed.argument
+            r = self.executor.run(parsed.argument)
+            if r.error is not None:
+                text = prompts.error_text(r.error.kind, r.error.message)
+            else:
+                text = "[Query Result]\n" + prompts.format_result(r.columns, r.rows, prompts.CURRENT_ROWS,
+                                                                  truncated=r.truncated)
+            self.turn_history.append(f"EXECUTE_CYPHER: {parsed.argument}\nResult: {prompts.truncate(text)}")
+            return text, None
+        if parsed.type == INSPECT:
+            self.schema_seen = True
+            return self.schema.to_text(), None
+        if parsed.type == SEARCH:
+            return self._search(parsed.argument), None
+        if parsed.type == ASK:
+            self.asks += 1
+            if self.protocol == "guided":
+                reply = (self.turn.ambiguity_info["clarification"] if self.turn.ambiguity_info else GUIDED_DISCOURAGE)
+            else:
+                reply = self.simulator.reply(parsed.argument, self.turn, self.session.persona, self.asks).reply
+            self.turn_history.append(f"ASK_USER: {parsed.argument}\nUser: {reply}")
+            return f"User: {reply}", None
+        assert parsed.type == SUBMIT
+        self.turn_history.append(f"SUBMIT_ANSWER: {parsed.argument}")
+        return "[Answer submitted]", parsed.argument
+
+    def _search(self, argument: Any) -> str:
+        if isinstance(argument, str):
+            try:
+                argument = json.loads(argument)
+            except ValueError as exc:
+                return prompts.error_text("parse", f"SEARCH_VALUES needs a JSON object "
+                                                   f"{{\"label\", \"property\", \"query\"}}: {exc}")
+        if not isinstance(argument, dict) or not {"label", "property", "query"} <= set(argument):
+            return prompts.error_text("parse", "SEARCH_VALUES needs a JSON object with keys label, property, query")
+        try:
+            result = search_values(self.session.world, str(argument["label"]), str(argument["property"]),
+                                   argument["query"])
+        except SearchError as exc:
+            return prompts.error_text("search", str(exc))
+        except SearchUnavailable as exc:
+            return prompts.error_text("unavailable", str(exc))
+        if not result.values:
+            return "[Search] no matching values"
+        return "[Search] " + json.dumps(result.values, ensure_ascii=False)
+
+    # -- scoring --------------------------------------------------------------------------------------
+    def _finish_turn(self, prediction: str | None, submitted: bool) -> TurnRecord:
+        from benchmark.metrics.ex import ex_strict, is_ordered
+        from benchmark.metrics.ex_relaxed import ex_relaxed
+
+        turn = self.turn
+        ex = exr = 0
+        infra = None
+        if prediction is not None:
+            r = self.executor.run(prediction)
+            if r.error is not None and r.error.kind == "unavailable":
+                ex = exr = None
+                infra = r.error.message
+            elif r.error is None and not r.truncated:
+                ordered = is_ordered(turn.gold_cypher)
+                ex = ex_strict(turn.gold_columns, turn.gold_rows, r.columns, r.rows, ordered=ordered)
+                exr = ex_relaxed(turn.gold_columns, turn.gold_rows, r.columns, r.rows, ordered=ordered)
+        record = self._record(turn, prediction, ex, exr, submitted=submitted, cliff=False, infra_error=infra)
+        self.records.append(record)
+        if self.protocol == "agentic":
+            entry = [f"Turn {turn.index + 1}\nUser: {turn.shown_utterance}"] + self.turn_history
+            self.agentic_history.append("\n".join(entry))
+        self.turn_index += 1
+        self._start_turn()
+        return record
+
+    def _cliff(self) -> None:
+        """The shared budget is spent: every remaining turn scores None (EX 0), flagged as cliff."""
+        while self.turn_index < len(self.session.turns):
+            self.records.append(self._record(self.turn, None, 0, 0, submitted=False, cliff=True, infra_error=None))
+            self.turn_index += 1
+            self._start_turn()
+
+    def _record(self, turn: Turn, prediction, ex, exr, *, submitted: bool, cliff: bool, infra_error) -> TurnRecord:
+        s = self.session
+        return TurnRecord(session_id=s.id, world=s.world, persona=s.persona, turn_index=turn.index,
+                          phenomenon=turn.phenomenon, chain_mode=turn.chain_mode, depends_on=turn.depends_on,
+                          protocol=self.protocol, prediction=prediction, gold_cypher=turn.gold_cypher, ex=ex,
+                          ex_relaxed=exr, actions=list(self.actions), submitted=submitted,
+                          budget_left=self.budget, cliff=cliff, infra_error=infra_error,
+                          output_text="\n".join(self.outputs))
+
+    def render(self) -> str:
+        return "\n".join(self.transcript)
+
+
+def _payload_text(parsed: Action | ParseError) -> str:
+    if isinstance(parsed, ParseError):
+        return parsed.message
+    if parsed.argument is None:
+        return ""
+    return parsed.argument if isinstance(parsed.argument, str) else json.dumps(parsed.argument, ensure_ascii=False)
+

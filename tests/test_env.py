@@ -1,0 +1,223 @@
+"""The Gymnasium environment's rules, on a small real build over the real Neo4j."""
+
+from __future__ import annotations
+
+import gymnasium
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envs  # noqa: F401 - registers the ids
+from benchmark.build import build
+from benchmark.session import read_sessions
+from envs.env import CypherTurnEnv
+from envs.oracle import OracleAgent, run_oracle_episode
+from envs.prompts import DEPENDENCY_HINT, GUIDED_CAP, HISTORY_ROWS
+from envs.simulator import GUIDED_DISCOURAGE
+
+pytestmark = pytest.mark.neo4j
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small")
+    build("test", out, seed=11, sessions=21, hf=False)
+    return out, list(read_sessions(out))
+
+
+def _env(small, **kw):
+    path, sessions = small
+    return CypherTurnEnv(dataset=path, **kw)
+
+
+def test_registered_ids_make_envs_that_pass_the_gymnasium_checker(small):
+    path, _ = small
+    for env_id in envs.ENV_IDS:
+        env = gymnasium.make(env_id, dataset=str(path))
+        check_env(env.unwrapped, skip_render_check=True)
+        obs, info = env.reset(seed=3)
+        assert env.observation_space.contains(obs) and info["new_turn"]
+        env.close()
+
+
+def test_reset_is_deterministic_and_takes_an_explicit_session(small):
+    env = _env(small)
+    a, ia = env.reset(seed=5)
+    b, ib = env.reset(seed=5)
+    assert a == b and ia["session_id"] == ib["session_id"]
+    sid = small[1][3].id
+    _, info = env.reset(options={"session_id": sid})
+    assert info["session_id"] == sid
+    with pytest.raises(ValueError, match="unknown session id"):
+        env.reset(options={"session_id": "nope"})
+
+
+def test_oracle_scores_one_on_every_turn_of_both_protocols(small):
+    _, sessions = small
+    for protocol in ("guided", "agentic"):
+        env = _env(small, protocol=protocol, budget_multiplier=3)
+        agent = OracleAgent(sessions, protocol)
+        for s in sessions:
+            records = run_oracle_episode(env, s.id, agent)
+            assert len(records) == len(s.turns)
+            assert all(r["ex"] == 1 and not r["cliff"] for r in records), (protocol, s.id)
+
+
+def _first_session(small, pred=None):
+    sessions = small[1]
+    return next(s for s in sessions if pred is None or pred(s))
+
+
+def test_guided_turn_closes_after_three_actions_and_falls_back_to_the_last_execute(small):
+    env = _env(small, protocol="guided")
+    s = _first_session(small)
+    obs, _ = env.reset(options={"session_id": s.id})
+    _, _, _, _, info = env.step("EXECUTE_CYPHER MATCH (n) RETURN count(n) AS n")
+    assert info["actions_left_in_turn"] == 2 and "record" not in info
+    env.step("INSPECT_SCHEMA")
+    _, reward, _, _, info = env.step(f"EXECUTE_CYPHER {s.turns[0].gold_cypher}")
+    record = info["record"]
+    assert len(record["actions"]) == GUIDED_CAP and record["prediction"] == s.turns[0].gold_cypher
+    assert record["submitted"] is False and record["ex"] == 1 and reward == 1.0
+    assert info["new_turn"] is True
+    # the 4th action is not part of turn 1: it belongs to turn 2
+    _, _, _, _, info = env.step("SUBMIT_ANSWER MATCH (n) RETURN n.name AS name")
+    assert info["record"]["turn_index"] == 1 and len(info["records"]) == 2
+
+
+def test_submit_counts_once_and_no_execute_means_none(small):
+    env = _env(small, protocol="guided")
+    s = _first_session(small)
+    env.reset(options={"session_id": s.id})
+    _, reward, _, _, info = env.step("ASK_USER what do you mean?")
+    _, reward, _, _, info = env.step("SUBMIT_ANSWER MATCH (n) RETURN 1 AS x")
+    assert info["record"]["prediction"] == "MATCH (n) RETURN 1 AS x" and info["record"]["ex"] == 0
+    _, _, _, _, info = env.step(f"SUBMIT_ANSWER {s.turns[1].gold_cypher}")  # the next turn's, not turn 1 again
+    assert info["records"][0]["prediction"] == "MATCH (n) RETURN 1 AS x"
+    assert info["record"]["turn_index"] == 1 and info["record"]["ex"] == 1
+    for _ in range(GUIDED_CAP):
+        _, _, _, _, info = env.step("ASK_USER hm?")
+    assert info["record"]["prediction"] is None and info["record"]["ex"] == 0
+
+
+def test_guided_ask_user_is_scripted(small):
+    env = _env(small, protocol="guided")
+    amb = [(s, t) for s in small[1] for t in s.turns if t.ambiguity_info]
+    plain = [(s, t) for s in small[1] for t in s.turns if not t.ambiguity_info and t.index == 0]
+    s, _ = plain[0]
+    env.reset(options={"session_id": s.id})
+    obs, *_ = env.step("ASK_USER Which one do you mean?")
+    assert obs == f"User: {GUIDED_DISCOURAGE}"
+    if amb:
+        s, t = amb[0]
+        env.reset(options={"session_id": s.id})
+        for u in s.turns[:t.index]:
+            env.step(f"SUBMIT_ANSWER {u.gold_cypher}")
+        obs, *_ = env.step("ASK_USER anything at all")
+        assert obs == f"User: {t.ambiguity_info['clarification']}"
+
+
+def test_guided_prompt_has_schema_history_caps_contrast_whole_and_hint(small):
+    env = _env(small, protocol="guided")
+    sessions = small[1]
+    for s in sessions:
+        obs, _ = env.reset(options={"session_id": s.id})
+        assert "Graph schema:" in obs and "(this is the first question)" in obs
+        for t in s.turns[1:]:
+            obs, *_ = env.step(f"SUBMIT_ANSWER {s.turns[t.index - 1].gold_cypher}")
+            prev = s.turns[t.index - 1]
+            if len(prev.gold_rows) > HISTORY_ROWS + 1:
+                hidden = f"{len(prev.gold_rows) - HISTORY_ROWS} more rows not shown"
+                assert (hidden in obs) != (t.phenomenon == "CONTRAST")
+            hint = DEPENDENCY_HINT.format(n=t.depends_on + 1) if t.depends_on is not None else None
+            assert (hint is not None and hint in obs) == (t.depends_on is not None and t.depends_on < t.index - 1)
+            assert t.gold_cypher not in obs  # the gold query itself is never shown
+
+
+def test_agentic_budget_cliff_flags_the_remaining_turns(small):
+    s = max(small[1], key=lambda s: len(s.turns))
+    env = _env(small, protocol="agentic", budget_multiplier=1)
+    _, info = env.reset(options={"session_id": s.id})
+    assert info["budget_left"] == len(s.turns)
+    done, steps = False, 0
+    while not done:
+        _, _, done, _, info = env.step("INSPECT_SCHEMA")  # spends the whole budget on turn 1
+        steps += 1
+    assert steps == len(s.turns)
+    records = info["records"]
+    assert len(records) == len(s.turns)
+    assert records[0]["cliff"] is False and records[0]["prediction"] is None
+    assert all(r["cliff"] and r["prediction"] is None and r["ex"] == 0 for r in records[1:])
+
+
+def test_agentic_history_is_the_models_own_truncated_without_inspect_and_search(small):
+    s = _first_session(small, lambda s: len(s.turns) >= 3)
+    env = _env(small, protocol="agentic")
+    obs, _ = env.reset(options={"session_id": s.id})
+    assert "Graph schema" not in obs
+    env.step("INSPECT_SCHEMA")
+    env.step('SEARCH_VALUES {"label": "NoSuchLabel", "property": "name", "query": "x"}')
+    env.step("EXECUTE_CYPHER MATCH (n) RETURN n.name AS name")
+    obs, *_ = env.step("SUBMIT_ANSWER MATCH (n) RETURN n.name AS name LIMIT 1")
+    assert "EXECUTE_CYPHER: MATCH (n) RETURN n.name AS name" in obs
+    assert "SUBMIT_ANSWER: MATCH (n) RETURN n.name AS name LIMIT 1" in obs
+    history = obs.split("Conversation so far:")[1].split("Current question")[0]
+    assert "INSPECT_SCHEMA" not in history and "SEARCH_VALUES" not in history
+    result = history.split("Result: ", 1)[1].split("\nSUBMIT_ANSWER:", 1)[0]
+    assert result.endswith("...") and len(result) == 200 + 3
+
+
+def test_agentic_variants(small):
+    s = _first_session(small, lambda s: len(s.turns) >= 3)
+    env = _env(small, protocol="agentic", variant="persistent_schema")
+    env.reset(options={"session_id": s.id})
+    obs, *_ = env.step("SUBMIT_ANSWER MATCH (n) RETURN 1 AS x")
+    assert "Graph schema" not in obs
+    env.step("INSPECT_SCHEMA")
+    obs, *_ = env.step("SUBMIT_ANSWER MATCH (n) RETURN 1 AS x")
+    assert "Graph schema (from your INSPECT_SCHEMA)" in obs
+    env = _env(small, protocol="agentic", variant="disclosed_horizon", budget_multiplier=5)
+    obs, _ = env.reset(options={"session_id": s.id})
+    assert f"This session has {len(s.turns)} questions" in obs and f"{5 * len(s.turns)} in all" in obs
+    env = gymnasium.make("CypherTurn-AgenticBudgetEncouraging-v0", dataset=str(small[0]))
+    _, info = env.reset(options={"session_id": s.id})
+    assert "Use the budget fully" in info["system_prompt"] and info["budget_left"] == 10 * len(s.turns)
+    with pytest.raises(ValueError):
+        _env(small, protocol="guided", variant="persistent_schema")
+    with pytest.raises(ValueError):
+        _env(small, protocol="agentic", budget_multiplier=0)
+
+
+def test_malformed_actions_cost_a_unit_and_get_a_clear_error(small):
+    s = _first_session(small)
+    env = _env(small, protocol="agentic")
+    _, info = env.reset(options={"session_id": s.id})
+    budget = info["budget_left"]
+    for bad in ["", "hello there", "<tool_call>{not json</tool_call>", "EXECUTE_CYPHER", '{"name": "fly"}',
+                "\ud800\x00", "SEARCH_VALUES {broken"]:
+        obs, reward, done, _, info = env.step(bad)
+        budget -= 1
+        assert info["budget_left"] == budget and reward == 0.0 and not done
+        assert obs.startswith("[Invalid action]") or obs.startswith("[Error: parse]"), obs
+
+
+@pytest.fixture(scope="module")
+def fuzz_env(small):
+    env = _env(small, protocol="agentic", budget_multiplier=10)
+    env.reset(seed=0)
+    return env
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.text(max_size=200), st.sampled_from(["EXECUTE_CYPHER ", "SEARCH_VALUES ", "ASK_USER ",
+                                                         "SUBMIT_ANSWER ", "<tool_call>"]).flatmap(
+    lambda p: st.text(max_size=120).map(lambda t: p + t))))
+def test_step_never_raises_and_always_returns_an_observation_in_the_space(fuzz_env, text):
+    obs, reward, done, truncated, info = fuzz_env.step(text)
+    assert isinstance(obs, str) and fuzz_env.observation_space.contains(obs)
+    assert reward in (0.0, 1.0) and truncated is False
+    if done:
+        fuzz_env.reset(seed=len(text))
