@@ -92,6 +92,7 @@ class CypherTurnEnv(gym.Env):
         self.action_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.observation_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.session: Session | None = None
+        self.db_ms = 0.0  # time inside Neo4j queries since construction (for the overhead benchmark)
 
     # -- episode ------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -192,6 +193,7 @@ class CypherTurnEnv(gym.Env):
         if parsed.type == EXECUTE:
             self.last_execute = parsed.argument
             r = self.executor.run(parsed.argument)
+            self.db_ms += r.elapsed_ms
             if r.error is not None:
                 text = prompts.error_text(r.error.kind, r.error.message)
             else:
@@ -246,6 +248,7 @@ class CypherTurnEnv(gym.Env):
         infra = None
         if prediction is not None:
             r = self.executor.run(prediction)
+            self.db_ms += r.elapsed_ms
             if r.error is not None and r.error.kind == "unavailable":
                 ex = exr = None
                 infra = r.error.message
