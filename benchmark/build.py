@@ -155,14 +155,16 @@ def write_build(out: str | Path, split: str, seed: int, sessions: list[Session],
     return BuildResult(out, sessions, manifest)
 
 
-def _code_version() -> str:
-    """A hash of everything that decides a build's content (generator, specs, session builder)."""
-    import benchmark
-    import graphs
+# the files that decide a build's content; a change to any of them makes a new default build
+_CONTENT_FILES = ("benchmark/build.py", "benchmark/builder.py", "benchmark/chain.py", "benchmark/lexicon.py",
+                  "benchmark/templates.py", "benchmark/session.py", "graphs/spec.py", "graphs/generator.py")
 
+
+def _code_version() -> str:
+    """A hash of the generator, the specs and the session builder."""
+    root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    roots = [Path(benchmark.__file__).parent, Path(graphs.__file__).parent]
-    files = [p for root in roots for p in sorted(root.rglob("*")) if p.suffix in (".py", ".yaml")]
+    files = [root / f for f in _CONTENT_FILES] + sorted((root / "graphs" / "specs").glob("*.yaml"))
     for p in files:
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:12]

