@@ -322,13 +322,14 @@ def executor(world: str) -> SafeExecutor:
 
     Raises ``SpecError`` for a world that is neither shipped nor externally configured.
     """
+    with _executors_lock:
+        ex = _executors.get(world)
+    if ex is not None:  # the hot path: no spec or config reading per query
+        return ex
     if connections.external_config() is None:
         get_spec(world)  # a clear error for an unknown world before anything is started
     with _executors_lock:
-        ex = _executors.get(world)
-        if ex is None:
-            ex = _executors[world] = SafeExecutor(world)
-        return ex
+        return _executors.setdefault(world, SafeExecutor(world))
 
 
 def execute(world: str, query: Any, *, timeout: float | None = None, max_rows: int | None = None,
