@@ -27,7 +27,6 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -135,12 +134,34 @@ def _classify(exc: Neo4jError, timeout: float) -> _Failure:
     return _Failure("runtime", message)
 
 
+def _with_deadline(fn, seconds: float):
+    """fn() on a daemon thread; FutureTimeout after ``seconds``. The thread is abandoned then (the
+    server-side timeout ends its transaction) and, being a daemon, can never hold up interpreter exit
+    (a pool's worker threads are joined at exit, and a thread stuck in the driver would hang it)."""
+    outcome: dict = {}
+    done = threading.Event()
+
+    def target():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True, name="cypher-query").start()
+    if not done.wait(seconds):
+        raise FutureTimeout()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 class SafeExecutor:
     """Runs read-only Cypher on one world with timeouts, caps and retries (see module docstring)."""
 
     _query_types: OrderedDict = OrderedDict()  # (uri, database, query) -> EXPLAIN query type
     _query_types_lock = threading.Lock()
-    _pool = ThreadPoolExecutor(max_workers=128, thread_name_prefix="cypher")
 
     def __init__(self, world: str, *, timeout: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
                  max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
@@ -289,8 +310,8 @@ class SafeExecutor:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
                 self._refresh_target()
             try:
-                future = self._pool.submit(self._attempt, text, params or {}, timeout, max_rows)
-                return future.result(timeout=timeout + CLIENT_GRACE_S)
+                return _with_deadline(lambda: self._attempt(text, params or {}, timeout, max_rows),
+                                      timeout + CLIENT_GRACE_S)
             except FutureTimeout:
                 # the worker is abandoned; the server-side timeout ends its transaction
                 failure = _Failure("timeout", f"the query ran past its {timeout:g} s time limit (no answer)")
