@@ -522,3 +522,21 @@ def test_nan_free_scores():
     for fn in (format_reward, answer_reward, key_value_reward, triple_reward):
         scores = fn(None, texts, **{k: v * len(texts) for k, v in DARABONT.items()})
         assert all(s in (1.0, -1.0) and not math.isnan(s) for s in scores)
+
+
+def test_reward_specs_cli_resolves_weights_and_rejects_bad_specs():
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "examples"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "rewards", "--reward", "format:1", "--reward", "execution:2",
+                          "--reward", "my_rewards:concise_query_reward:0.5", "--json"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["weight"] for r in rows] == [1.0, 2.0, 0.5]
+    assert rows[2]["function"].endswith("concise_query_reward")
+    bad = subprocess.run([sys.executable, "-m", "rewards", "--reward", "no_such_reward:1"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert bad.returncode == 2 and "format" in bad.stderr  # the message lists the built-ins
