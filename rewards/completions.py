@@ -142,3 +142,14 @@ def extract_query(text: str, mode: str = "answer") -> str | None:
     if blocks:
         return strip_code(blocks[-1]) or None
     return strip_code(text or "") or None
+
+
+def kwargs_column(kwargs: dict, name: str, n: int) -> list | None:
+    """A dataset column TRL passed to a reward function, checked to have one entry per completion."""
+    col = kwargs.get(name)
+    if col is None:
+        return None
+    col = list(col)
+    if len(col) != n:
+        raise ValueError(f"reward kwargs column {name!r} has {len(col)} entries for {n} completions")
+    return col

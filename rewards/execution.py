@@ -58,6 +58,7 @@ from typing import Any, Callable, Sequence
 
 from graphs.executor import QueryResult, SafeExecutor
 from rewards.completions import completion_text, extract_query
+from rewards.completions import kwargs_column as _column
 
 log = logging.getLogger(__name__)
 
@@ -169,16 +170,6 @@ class _GoldCache:
 
     def __len__(self) -> int:
         return len(self._data)
-
-
-def _column(kwargs: dict, name: str, n: int) -> list | None:
-    col = kwargs.get(name)
-    if col is None:
-        return None
-    col = list(col)
-    if len(col) != n:
-        raise ValueError(f"reward kwargs column {name!r} has {len(col)} entries for {n} completions")
-    return col
 
 
 class _Scorer:

@@ -85,22 +85,13 @@ from typing import Any, Callable, Iterable
 from graphs.cypher_guard import Token, tokenize
 from rewards import cypher_parse
 from rewards.completions import check_format, completion_text, extract_answer, extract_tag
+from rewards.completions import kwargs_column as _column
 from rewards.cypher_parse import Triple
 
 EMPTY_GOLD_MODES = ("exact", "pass", "skip")
 NOTHING = frozenset({"none", "n/a", "na", "-", "--", "null", "nil", "empty", "...", "…", "nothing"})
 
 # -- helpers shared by the four rewards -----------------------------------------------------------------
-
-def _column(kwargs: dict, name: str, n: int) -> list[Any] | None:
-    col = kwargs.get(name)
-    if col is None:
-        return None
-    col = list(col)
-    if len(col) != n:
-        raise ValueError(f"reward kwargs column {name!r} has {len(col)} entries for {n} completions")
-    return col
-
 
 def _texts(completions) -> list[str]:
     return [completion_text(c) for c in completions]
