@@ -179,7 +179,7 @@ class WorldBuilder:
     def universe(self, s: chain.EntitySet) -> chain.EntitySet:
         return chain.EntitySet(s.label, s.var, (f"MATCH ({s.var}:{chain.ident(s.label)})",))
 
-    def threshold(self, values: list, rng: random.Random, greater: bool) -> Any | None:
+    def threshold(self, values: list, rng: random.Random) -> Any | None:
         """A value strictly between two neighbouring member values that splits the set."""
         distinct = sorted(set(values))
         if len(distinct) < 2:
@@ -193,6 +193,20 @@ class WorldBuilder:
             return mid if lo < mid < hi else None
         mid = round((lo + hi) / 2, 2)
         return mid if lo < mid < hi else None
+
+    def numeric_condition(self, base: chain.EntitySet, members: list[dict],
+                          rng: random.Random) -> tuple[chain.Condition, str, bool, Any]:
+        """A numeric threshold on a not-yet-filtered property that splits ``members``:
+        (condition, property, greater?, value). THRESHOLD and COMPOUND share it."""
+        nums = [p for p in self.numeric(base.label) if p not in base.filtered_props]
+        if not nums or len(members) < 2:
+            raise GateFailure("feasible")
+        prop = rng.choice(nums)
+        greater = rng.random() < 0.5
+        t = self.threshold([m[prop] for m in members if m.get(prop) is not None], rng)
+        if t is None:
+            raise GateFailure("strict_subset")
+        return chain.compare(base.var, base.label, prop, greater, t), prop, greater, t
 
     # -- turns --------------------------------------------------------------------------------------
     def make_opening(self, rng: random.Random, var: str, avoid_label: str | None) -> tuple[chain.Step, str, dict]:
@@ -281,32 +295,17 @@ class WorldBuilder:
             conds = [chain.equals(base.var, label, prop, value)]
             slots.update(prop=self.lex.prop(label, prop), value=self.lex.value(value))
             if phen == "COMPOUND":
-                nums = [p for p in self.numeric(label) if p not in base.filtered_props]
                 keep = [m for m in members if m.get(prop) == value]
-                if not nums or len(keep) < 2:
-                    raise GateFailure("feasible")
-                nprop = rng.choice(nums)
-                greater = rng.random() < 0.5
-                t = self.threshold([m[nprop] for m in keep if m.get(nprop) is not None], rng, greater)
-                if t is None:
-                    raise GateFailure("strict_subset")
-                conds = [chain.compare(base.var, label, nprop, greater, t)] + conds
+                cond, nprop, greater, t = self.numeric_condition(base, keep, rng)
+                conds = [cond] + conds
                 slots = {**slots, "prop": self.lex.prop(label, nprop), "op": "more than" if greater else "less than",
                          "value": self.lex.value(t), "prop2": self.lex.prop(label, prop),
                          "value2": self.lex.value(value)}
             step = chain.narrow(base, self.keys[label], conds)
             return step, slots, True, chain.narrow(uni, self.keys[label], conds)
         if phen == "THRESHOLD":
-            members = self.members(base)
-            nums = [p for p in self.numeric(label) if p not in base.filtered_props]
-            if not nums or len(members) < 2:
-                raise GateFailure("feasible")
-            prop = rng.choice(nums)
-            greater = rng.random() < 0.5
-            t = self.threshold([m[prop] for m in members if m.get(prop) is not None], rng, greater)
-            if t is None:
-                raise GateFailure("strict_subset")
-            conds = [chain.compare(base.var, label, prop, greater, t)]
+            cond, prop, greater, t = self.numeric_condition(base, self.members(base), rng)
+            conds = [cond]
             slots.update(prop=self.lex.prop(label, prop), op="more than" if greater else "less than",
                          value=self.lex.value(t))
             return chain.narrow(base, self.keys[label], conds), slots, True, chain.narrow(uni, self.keys[label], conds)
