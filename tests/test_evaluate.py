@@ -31,9 +31,7 @@ def _evaluate(*args, timeout=900):
 
 
 def _metrics(run):
-    m = json.loads((run / "metrics.json").read_text())
-    m.pop("wall_seconds_this_invocation")
-    return m
+    return json.loads((run / "metrics.json").read_text())
 
 
 @pytest.mark.parametrize("protocol", ["guided", "agentic"])
@@ -46,6 +44,10 @@ def test_oracle_scores_one_and_writes_every_output(dataset, tmp_path, protocol):
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["protocol"] == protocol and len(meta["dataset_sha256"]) == 64 and meta["world_checksums"]
     assert "| EX (strict) | 1.000" in (tmp_path / "report.md").read_text()
+    timing = json.loads((tmp_path / "timing.json").read_text())
+    assert timing["sessions_played"] == 14 and timing["turns_played"] == timing["turns_scored"] == m["turns"]
+    assert 0 < timing["neo4j_seconds_during_play"] < timing["play_seconds"] * timing["concurrency"]
+    assert timing["outside_neo4j_ms_per_turn"] > 0
 
 
 def test_a_killed_run_resumes_to_the_same_metrics(dataset, tmp_path):
