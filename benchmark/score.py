@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +42,7 @@ from benchmark.metrics.ex import ex_strict, is_ordered
 from benchmark.metrics.ex_relaxed import ex_relaxed
 from benchmark.metrics.psjs import InfrastructureError, Provenance, provenance, psjs_from_provenance
 from graphs.executor import QueryResult, SafeExecutor, executor
+from graphs.lru import LRUCache
 
 __all__ = ["score_pair", "GoldCache", "GOLD_CACHE", "GoldQueryError", "InfrastructureError",
            "add_score_command", "cmd_score", "SCORE_MAX_ROWS"]
@@ -61,43 +61,11 @@ class GoldEntry:
     provenance: Provenance | None = None
 
 
-class GoldCache:
+class GoldCache(LRUCache[GoldEntry]):
     """A thread-safe LRU cache of gold results keyed by (world, gold cypher)."""
 
     def __init__(self, maxsize: int = 4096):
-        self.maxsize = maxsize
-        self._data: OrderedDict[tuple[str, str], GoldEntry] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-
-    def get(self, key: tuple[str, str]) -> GoldEntry | None:
-        with self._lock:
-            entry = self._data.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
-            self._data.move_to_end(key)
-            self.hits += 1
-            return entry
-
-    def put(self, key: tuple[str, str], entry: GoldEntry) -> None:
-        with self._lock:
-            self._data[key] = entry
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self.hits = self.misses = 0
-
-    def stats(self) -> dict:
-        with self._lock:
-            return {"size": len(self._data), "maxsize": self.maxsize, "hits": self.hits, "misses": self.misses}
-
-    def __len__(self) -> int:
-        return len(self._data)
+        super().__init__(maxsize)
 
 
 GOLD_CACHE = GoldCache()

@@ -26,7 +26,6 @@ import math
 import re
 import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from neo4j.exceptions import (ClientError, DatabaseError, DriverError, Neo4jErro
 
 from graphs import connections
 from graphs.cypher_guard import GuardRefusal, check_read_only
+from graphs.lru import LRUCache
 from graphs.spec import get_spec
 from graphs.values import normalize
 
@@ -160,8 +160,7 @@ def _with_deadline(fn, seconds: float):
 class SafeExecutor:
     """Runs read-only Cypher on one world with timeouts, caps and retries (see module docstring)."""
 
-    _query_types: OrderedDict = OrderedDict()  # (uri, database, query) -> EXPLAIN query type
-    _query_types_lock = threading.Lock()
+    _query_types: LRUCache[str] = LRUCache(20_000)  # (uri, database, query) -> EXPLAIN query type
 
     def __init__(self, world: str, *, timeout: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
                  max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
@@ -213,16 +212,10 @@ class SafeExecutor:
     # -- one attempt ----------------------------------------------------------------------------
     def _query_type(self, tx, target, query: str, params: dict) -> str:
         key = (target.uri, target.database, query)
-        with self._query_types_lock:
-            qtype = self._query_types.get(key)
-            if qtype is not None:
-                self._query_types.move_to_end(key)
-                return qtype
-        qtype = tx.run("EXPLAIN " + query, params).consume().query_type
-        with self._query_types_lock:
-            self._query_types[key] = qtype
-            if len(self._query_types) > 20_000:
-                self._query_types.popitem(last=False)
+        qtype = self._query_types.get(key)
+        if qtype is None:
+            qtype = tx.run("EXPLAIN " + query, params).consume().query_type
+            self._query_types.put(key, qtype)
         return qtype
 
     def _attempt(self, query: str, params: dict, timeout: float, max_rows: int) -> QueryResult:

@@ -52,11 +52,12 @@ import json
 import logging
 import math
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from graphs.executor import QueryResult, SafeExecutor
+from graphs.lru import LRUCache
 from rewards.completions import completion_text, extract_query
 from rewards.completions import kwargs_column as _column
 
@@ -140,38 +141,6 @@ def row_f1(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]], pred
 
 # -- the shared batch machinery -----------------------------------------------------------------------------
 
-class _GoldCache:
-    def __init__(self, size: int):
-        self.size = size
-        self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        if self.size <= 0:
-            return None
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key, value) -> None:
-        if self.size <= 0:
-            return
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
 class _Scorer:
     """Runs a batch's queries once each, in parallel, and hands (gold, prediction) pairs to ``score``."""
 
@@ -191,7 +160,7 @@ class _Scorer:
         self.default_world = world
         self.executor_options = dict(executor_options or {})
         self.retry_timeouts = retry_timeouts
-        self.gold_cache = _GoldCache(gold_cache_size)
+        self.gold_cache = LRUCache(gold_cache_size)
         self._executors: dict[str, SafeExecutor] = {}
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None

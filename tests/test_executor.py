@@ -117,8 +117,7 @@ def test_each_guard_refuses_a_write_on_its_own(monkeypatch):
     assert r.error is not None and r.error.kind == "refused" and "query type" in r.error.message
     # Guard 3 alone: also tell the query-type cache the write is a read; the READ transaction refuses it.
     query = "CREATE (n:Intruder {guard: 3}) RETURN n"
-    with SafeExecutor._query_types_lock:
-        SafeExecutor._query_types[(ex.target.uri, ex.target.database, query)] = "r"
+    SafeExecutor._query_types.put((ex.target.uri, ex.target.database, query), "r")
     r = ex.run(query)
     assert r.error is not None and r.error.kind == "refused", r.error
     monkeypatch.undo()
