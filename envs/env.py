@@ -5,12 +5,16 @@ Contract:
 - ``reset(seed=None, options=None)`` picks a session: ``options={"session_id": ID}`` picks that one;
   otherwise the session is drawn from the dataset with the env's RNG (seeded by ``seed``). It returns
   the first turn prompt and ``info`` with ``system_prompt``, ``session_id``, ``turns``, ``new_turn``.
+  ``options["start_turn"] = k`` starts at turn k as if turns 0..k-1 had each been answered with its
+  gold query in one action (the agentic history shows those submissions; the budget is (T - k) x m);
+  those turns are not recorded. Training on later turns uses it.
 - ``step(action)`` takes the model's raw text (see ``envs.actions``); each call costs one unit, a
   malformed one too. It returns the observation (the action's result, or the next turn prompt when a
   turn ended), the reward (the EX of the ended turn's prediction, else 0), ``terminated`` (the session
   is over), ``truncated`` (always False) and ``info`` (``new_turn``: the observation is a turn
   prompt, so the agent should start a fresh context with ``info["system_prompt"]``; ``record``: the
-  turn record when a turn ended; ``records``: every record so far).
+  turn record when a turn ended; ``records``: every record so far; ``action_observation``: this
+  action's own result, also when the observation returned is already the next turn's prompt).
 - A turn ends on the first SUBMIT_ANSWER; in the guided protocol also after its third action; in
   the agentic protocol also when the shared budget B = T x m runs out, and then every remaining turn
   is recorded with prediction None and ``cliff`` = True. A turn that ends without SUBMIT takes its last
@@ -115,10 +119,26 @@ class CypherTurnEnv(gym.Env):
         self.schema_seen = False
         self.transcript: list[str] = [f"Session {s.id} ({s.world}, persona {s.persona}, {self.protocol})"]
         self._start_turn()
+        start = options.get("start_turn", 0)
+        if not isinstance(start, int) or isinstance(start, bool) or not 0 <= start < len(s.turns):
+            raise ValueError(f"start_turn must be an integer in [0, {len(s.turns)}) for session {s.id}, got {start!r}")
+        for turn in s.turns[:start]:
+            self._replay_gold(turn)
+        if self.budget is not None:
+            self.budget = (len(s.turns) - start) * self.m  # the even share of the turns left
         info = {"system_prompt": prompts.system_prompt(self.protocol, self.variant), "session_id": s.id,
                 "world": s.world, "turns": len(s.turns), "new_turn": True, "budget_left": self.budget,
-                "turn_index": 0, "actions_in_turn": 0}
+                "turn_index": start, "actions_in_turn": 0}
         return self._obs(self._turn_prompt()), info
+
+    def _replay_gold(self, turn: Turn) -> None:
+        """An earlier turn taken as answered with its gold query in one action (``start_turn``): the agentic
+        history holds that submission as if the agent had made it; no record is kept (it is not scored)."""
+        self.transcript.append(f"--- turn {turn.index + 1} (replayed with its gold query) ---")
+        if self.protocol == "agentic":
+            self.agentic_history.append(f"Turn {turn.index + 1}\nUser: {turn.shown_utterance}\n"
+                                        f"SUBMIT_ANSWER: {turn.gold_cypher}")
+        self.turn_index += 1
 
     def _start_turn(self) -> None:
         self.actions: list[dict] = []
@@ -163,15 +183,17 @@ class CypherTurnEnv(gym.Env):
         self.actions.append({"type": parsed.type, "payload": _payload_text(parsed)})
         self.outputs.append(raw)
         self.transcript.append(f"Observation: {observation}")
+        action_observation = self._obs(observation)
         turn_over = submitted is not None or (
             self.protocol == "guided" and len(self.actions) >= prompts.GUIDED_CAP) or (
             self.budget is not None and self.budget <= 0)
         info: dict[str, Any] = {"new_turn": False, "budget_left": self.budget, "session_id": self.session.id,
                                 "turn_index": self.turn_index, "actions_in_turn": len(self.actions),
                                 "actions_left_in_turn": (prompts.GUIDED_CAP - len(self.actions)
-                                                         if self.protocol == "guided" else None)}
+                                                         if self.protocol == "guided" else None),
+                                "action_observation": action_observation}
         if not turn_over:
-            return self._obs(observation), 0.0, False, False, info
+            return action_observation, 0.0, False, False, info
         prediction = submitted if submitted is not None else self.last_execute
         record = self._finish_turn(prediction, submitted is not None)
         reward = float(record.ex or 0)

@@ -40,8 +40,8 @@ The contract, as implemented by TRL 1.13 (``trl/trainer/grpo_trainer.py``), that
 Per rollout:
 
 - ``reset(world=…, session=…, turn=k, protocol=…, **other_columns)`` starts the session in a
-  ``CypherTurnEnv`` and replays turns ``0 … k-1`` by submitting their gold queries *internally*; the
-  model sees only what the protocol shows at turn k. Guided: the schema and the earlier turns'
+  ``CypherTurnEnv`` at turn k (``reset(options={"start_turn": k})``: turns ``0 … k-1`` count as
+  answered with their gold queries); the model sees only what the protocol shows at turn k. Guided: the schema and the earlier turns'
   utterances with their gold *results* (the protocol's own history). Agentic: the history is the
   agent's own actions, so the replayed turns appear as the agent having submitted the earlier gold
   queries (teacher forcing); the shared budget left at turn k is set to the even share
@@ -72,7 +72,7 @@ from typing import Any, Callable, Iterable
 
 from benchmark.session import Session
 from envs import prompts
-from envs.env import PROTOCOLS, CypherTurnEnv, load_dataset, sanitize
+from envs.env import PROTOCOLS, CypherTurnEnv, load_dataset
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")
 TURN_OVER = ("[The turn is over: your answer for this question is recorded. Do not call more tools; "
@@ -170,15 +170,7 @@ class CypherTurnToolEnv:
         if env is None:
             env = self._envs[protocol] = CypherTurnEnv(protocol, sessions=self._sessions, **self._env_kwargs)
         self._env = env
-        observation, info = env.reset(options={"session_id": session})
-        for t in s.turns[:index]:
-            observation, _, terminated, _, info = env.step(_call_text("submit_answer", {"query": t.gold_cypher}))
-            if terminated or not info.get("new_turn"):
-                raise RuntimeError(f"session {session!r}: replaying turn {t.index} did not advance the session")
-        if env.budget is not None and index:
-            env.budget = (len(s.turns) - index) * env.m  # the even share, as if each earlier turn spent m
-            if env.variant == "disclosed_horizon":  # the horizon line shows the budget: render it anew
-                observation = env._obs(env._turn_prompt())
+        observation, info = env.reset(options={"session_id": session, "start_turn": index})
         self._turn_index = index
         return _merge_prompt(prompt, observation)
 
@@ -275,19 +267,10 @@ class CypherTurnToolEnv:
         record = info["record"]
         self._over = True
         self._ex = None if record.get("ex") is None else float(reward)
-        own = _last_observation(env)
+        own = info["action_observation"]
         if name == "submit_answer":
             return own
         return f"{own}\n{LAST_ACTION}"
-
-
-def _last_observation(env: CypherTurnEnv) -> str:
-    """The result of the environment's last action (``CypherTurnEnv.step`` logs it in the transcript
-    before it moves to the next turn)."""
-    for entry in reversed(env.transcript):
-        if entry.startswith("Observation: "):
-            return sanitize(entry[len("Observation: "):])
-    return ""
 
 
 def _merge_prompt(prompt: Any, observation: str) -> str | None:

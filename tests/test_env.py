@@ -51,6 +51,44 @@ def test_reset_is_deterministic_and_takes_an_explicit_session(small):
         env.reset(options={"session_id": "nope"})
 
 
+def test_start_turn_counts_earlier_turns_as_gold_answered(small):
+    _, sessions = small
+    s = next(x for x in sessions if len(x.turns) >= 4)
+    k = 3
+    # Agentic: the history is what an agent that submitted each gold query at once would have seen.
+    played = _env(small, protocol="agentic", budget_multiplier=3)
+    played.reset(options={"session_id": s.id})
+    for t in s.turns[:k]:
+        obs, _, _, _, info = played.step("SUBMIT_ANSWER " + t.gold_cypher)
+    started = _env(small, protocol="agentic", budget_multiplier=3)
+    obs2, info2 = started.reset(options={"session_id": s.id, "start_turn": k})
+    assert obs2 == obs and info2["turn_index"] == info["turn_index"] == k
+    assert info2["budget_left"] == (len(s.turns) - k) * 3 and started.records == []
+    assert s.turns[k].gold_cypher not in obs2  # the current turn's gold is never shown
+    _, reward, _, _, info3 = started.step("SUBMIT_ANSWER " + s.turns[k].gold_cypher)
+    assert reward == 1.0 and info3["record"]["turn_index"] == k and len(info3["records"]) == 1
+    # Guided: the prompt is the protocol's own (gold results of earlier turns), as if played through.
+    guided = _env(small, protocol="guided")
+    guided.reset(options={"session_id": s.id})
+    for t in s.turns[:k]:
+        obs, *_ = guided.step("SUBMIT_ANSWER " + t.gold_cypher)
+    assert _env(small, protocol="guided").reset(options={"session_id": s.id, "start_turn": k})[0] == obs
+    for bad in (-1, len(s.turns), "2", True):
+        with pytest.raises(ValueError, match="start_turn"):
+            started.reset(options={"session_id": s.id, "start_turn": bad})
+
+
+def test_action_observation_is_the_actions_own_result_even_when_the_turn_ends(small):
+    _, sessions = small
+    env = _env(small, protocol="guided")
+    s = sessions[0]
+    env.reset(options={"session_id": s.id})
+    obs, _, _, _, info = env.step("EXECUTE_CYPHER " + s.turns[0].gold_cypher)
+    assert info["action_observation"] == obs and obs.startswith("[Query Result]")
+    obs, _, _, _, info = env.step("SUBMIT_ANSWER " + s.turns[0].gold_cypher)
+    assert info["new_turn"] and info["action_observation"] == "[Answer submitted]" and obs != "[Answer submitted]"
+
+
 def test_oracle_scores_one_on_every_turn_of_both_protocols(small):
     _, sessions = small
     for protocol in ("guided", "agentic"):
