@@ -214,43 +214,57 @@ class HFBackend(_BatchingBackend):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.batch_size = batch_size or (1 if self.device == "cpu" else 8)
         self.prefix_cache = PrefixCache() if prefix_cache else None
+        self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
+        self.context_overflows = 0
         self.max_wait_s = max_wait_s
         self._start_batcher()
 
     def _generate_chats(self, chats, settings):
-        if len(chats) == 1 and self.prefix_cache is not None:
-            return [self._generate_one(chats[0], settings)]
-        return self._generate_batch(chats, settings)
+        ids = [self.tokenizer(self._prompt(c), add_special_tokens=False)["input_ids"] for c in chats]
+        outputs = [""] * len(chats)
+        # A prompt the model's context cannot hold gets an empty response (a malformed action: a model
+        # error, scored), never an exception (which the evaluator would count as infrastructure).
+        fits = [i for i, x in enumerate(ids) if self.context_limit is None or len(x) < self.context_limit]
+        self.context_overflows += len(chats) - len(fits)
+        if not fits:
+            return outputs
+        room = min(settings.max_new_tokens, *(self.context_limit - len(ids[i]) for i in fits)) \
+            if self.context_limit else settings.max_new_tokens
+        if len(fits) == 1 and self.prefix_cache is not None:
+            texts = [self._generate_one(ids[fits[0]], settings, room)]
+        else:
+            texts = self._generate_batch([ids[i] for i in fits], settings, room)
+        for i, text in zip(fits, texts):
+            outputs[i] = text
+        return outputs
 
     def _prompt(self, chat: list[dict]) -> str:
         return self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
 
-    def _sampling(self, settings: GenerationSettings) -> dict:
+    def _sampling(self, settings: GenerationSettings, max_new_tokens: int) -> dict:
         self.torch.manual_seed(settings.seed)
         sample = settings.temperature > 0
-        return {"max_new_tokens": settings.max_new_tokens, "do_sample": sample,
+        return {"max_new_tokens": max_new_tokens, "do_sample": sample,
                 "temperature": settings.temperature if sample else None, "top_p": settings.top_p if sample else None,
                 "pad_token_id": self.tokenizer.pad_token_id}
 
-    def _generate_one(self, chat: list[dict], settings: GenerationSettings) -> str:
-        ids = self.tokenizer(self._prompt(chat), add_special_tokens=False)["input_ids"]
+    def _generate_one(self, ids: list[int], settings: GenerationSettings, max_new_tokens: int) -> str:
         cache, _ = self.prefix_cache.lookup(ids)
         tensor = self.torch.tensor([ids], device=self.device)
         extra = {} if cache is None else {_CACHE_KWARG: cache}
         with self.torch.no_grad():
             out = self.model.generate(tensor, attention_mask=self.torch.ones_like(tensor), return_dict_in_generate=True,
-                                      use_cache=True, **extra, **self._sampling(settings))
+                                      use_cache=True, **extra, **self._sampling(settings, max_new_tokens))
         full = out.sequences[0].tolist()
         new_cache = getattr(out, _CACHE_KWARG, None)
         if new_cache is not None and hasattr(new_cache, "crop"):
             self.prefix_cache.store(full, new_cache)
         return self.tokenizer.decode(full[len(ids):], skip_special_tokens=True)
 
-    def _generate_batch(self, chats: list[list[dict]], settings: GenerationSettings) -> list[str]:
-        enc = self.tokenizer([self._prompt(c) for c in chats], return_tensors="pt", padding=True,
-                             add_special_tokens=False).to(self.device)
+    def _generate_batch(self, ids: list[list[int]], settings: GenerationSettings, max_new_tokens: int) -> list[str]:
+        enc = self.tokenizer.pad({"input_ids": ids}, padding=True, return_tensors="pt").to(self.device)
         with self.torch.no_grad():
-            out = self.model.generate(**enc, **self._sampling(settings))
+            out = self.model.generate(**enc, **self._sampling(settings, max_new_tokens))
         new = out[:, enc["input_ids"].shape[1]:]
         return self.tokenizer.batch_decode(new, skip_special_tokens=True)
 
@@ -288,16 +302,31 @@ class VLLMBackend(_BatchingBackend):
             self.lora = LoRARequest("adapter", 1, str(Path(model).resolve()))
             model = config.get("base_model_name_or_path")
         self.llm = LLM(model=model, **engine_kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        try:
+            self.context_limit = self.llm.llm_engine.model_config.max_model_len
+        except AttributeError:
+            self.context_limit = None
+        self.context_overflows = 0
         self.batch_size = batch_size or 256
         self._start_batcher()
 
     def _generate_chats(self, chats, settings):
         from vllm import SamplingParams
 
-        params = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
-                                max_tokens=settings.max_new_tokens, seed=settings.seed)
-        out = self.llm.chat(chats, params, use_tqdm=False, lora_request=self.lora)
-        return [o.outputs[0].text for o in out]
+        outputs = [""] * len(chats)
+        # As in the hf backend: a prompt longer than the context is the model's failure, not an engine error.
+        fits = [i for i, c in enumerate(chats) if self.context_limit is None or
+                len(self.tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=True))
+                < self.context_limit]
+        self.context_overflows += len(chats) - len(fits)
+        if fits:
+            params = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
+                                    max_tokens=settings.max_new_tokens, seed=settings.seed)
+            out = self.llm.chat([chats[i] for i in fits], params, use_tqdm=False, lora_request=self.lora)
+            for i, o in zip(fits, out):
+                outputs[i] = o.outputs[0].text
+        return outputs
 
 
 def make_backend(backend: str, model: str, *, api_base: str | None = None, api_key: str | None = None,

@@ -165,19 +165,24 @@ def run(args) -> dict:
     write_report(out / "report.md", meta, metrics)
     _write_timing(out / "timing.json", concurrency=max(1, args.concurrency), sessions_played=len(todo),
                   turns_played=turns_played, play_s=play_s, neo4j_s=sum(e.db_ms for e in envs) / 1000.0,
-                  score_s=time.perf_counter() - t1, turns_scored=len(records))
+                  score_s=time.perf_counter() - t1, turns_scored=len(records),
+                  context_overflows=getattr(backend, "context_overflows", None))
+    if getattr(backend, "context_overflows", 0):
+        print(f"warning: {backend.context_overflows} prompts did not fit the model's context of "
+              f"{backend.context_limit} tokens; they were answered with an empty (malformed) action", file=sys.stderr)
     return metrics
 
 
 def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_played: int, play_s: float,
-                  neo4j_s: float, score_s: float, turns_scored: int) -> None:
+                  neo4j_s: float, score_s: float, turns_scored: int, context_overflows: int | None) -> None:
     """This invocation's timings (not part of the metrics, which a resumed run reproduces exactly). The
     evaluator's own overhead per turn is the play time spent neither in Neo4j nor in the model: with the
     oracle (no model) at concurrency 1, ``outside_neo4j_ms_per_turn``."""
     timing = {"concurrency": concurrency, "sessions_played": sessions_played, "turns_played": turns_played,
               "play_seconds": round(play_s, 3), "neo4j_seconds_during_play": round(neo4j_s, 3),
               "score_seconds": round(score_s, 3), "turns_scored": turns_scored,
-              "score_ms_per_turn": round(1000 * score_s / turns_scored, 3) if turns_scored else None}
+              "score_ms_per_turn": round(1000 * score_s / turns_scored, 3) if turns_scored else None,
+              "context_overflows": context_overflows}
     if turns_played:
         timing["turns_per_second"] = round(turns_played / play_s, 2)
         # Per worker: (wall x workers - Neo4j) / turns; with the oracle at concurrency 1, the evaluator's overhead.

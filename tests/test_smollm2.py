@@ -49,7 +49,7 @@ def test_concurrent_chats_are_generated_as_one_left_padded_batch(backends):
     alone = [plain.generate(chat, settings) for chat in chats]
     calls = []
     real = plain._generate_batch
-    plain._generate_batch = lambda batch, s: calls.append(len(batch)) or real(batch, s)
+    plain._generate_batch = lambda batch, *rest: calls.append(len(batch)) or real(batch, *rest)
     plain.batch_size, plain.max_wait_s = 3, 1.0
     try:
         with ThreadPoolExecutor(3) as pool:
@@ -59,6 +59,21 @@ def test_concurrent_chats_are_generated_as_one_left_padded_batch(backends):
         del plain._generate_batch
     assert calls == [3]
     assert together == alone  # left padding and the attention mask leave each chat's greedy text unchanged
+
+
+def test_a_prompt_longer_than_the_context_gets_an_empty_answer_not_an_error(backends):
+    cached, _ = backends
+    settings = GenerationSettings(max_new_tokens=4)
+    short = [{"role": "user", "content": "Hi"}]
+    long = [SYSTEM, {"role": "user", "content": "Which generals are sworn to the emperor? " * 20}]
+    limit = cached.context_limit
+    cached.context_limit = 100
+    try:
+        assert cached.generate(long, settings) == "" and cached.context_overflows == 1
+        assert cached.generate(short, settings) != ""
+    finally:
+        cached.context_limit = limit
+    assert limit == 8192  # SmolLM2's own, read from the model config
 
 
 @pytest.mark.neo4j
