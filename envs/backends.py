@@ -311,14 +311,16 @@ class VLLMBackend(_BatchingBackend):
         self.batch_size = batch_size or 256
         self._start_batcher()
 
+    def _prompt_tokens(self, chat: list[dict]) -> int:
+        text = self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def _generate_chats(self, chats, settings):
         from vllm import SamplingParams
 
         outputs = [""] * len(chats)
         # As in the hf backend: a prompt longer than the context is the model's failure, not an engine error.
-        fits = [i for i, c in enumerate(chats) if self.context_limit is None or
-                len(self.tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=True))
-                < self.context_limit]
+        fits = [i for i, c in enumerate(chats) if self.context_limit is None or self._prompt_tokens(c) < self.context_limit]
         self.context_overflows += len(chats) - len(fits)
         if fits:
             params = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
