@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="checkpoint dir or hub id, 'oracle', or 'smollm2-135m'")
     p.add_argument("--backend", choices=["hf", "vllm", "openai"], default="hf")
     p.add_argument("--protocol", choices=["guided", "agentic"], default="guided")
-    p.add_argument("--budget", type=int, default=3, help="agentic budget multiplier m (B = T x m)")
+    p.add_argument("--budget", type=int, default=3, help="agentic budget multiplier m (B = T x m), any positive integer")
     p.add_argument("--variant", choices=["persistent_schema", "disclosed_horizon", "budget_encouraging"])
     p.add_argument("--dataset", help="a build directory (default: the default test build, built on demand)")
     p.add_argument("--limit", type=int, help="only the first N sessions")
@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", help="hf backend: cuda, cpu, ... (default: cuda if visible, else cpu)")
     p.add_argument("--batch-size", type=int,
-                   help="hf backend: most chats generated together (default: 8 on a GPU, 1 on CPU)")
+                   help="most chats generated together: hf 8 on a GPU, 1 on CPU; vllm 256 per engine call")
     p.add_argument("--no-prefix-cache", action="store_true",
                    help="hf backend: prefill every prompt whole instead of reusing the KV cache of a shared prefix")
     p.add_argument("--user-sim", default="rule", help="'rule' or 'openai:BASE_URL:MODEL'")
