@@ -104,3 +104,6 @@ def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
     assert meta["model"] == "smollm2-135m" and meta["backend"] == "hf" and meta["protocol"] == protocol
     assert meta["generation"]["max_new_tokens"] == 8 and meta["prefix_cache"] is True
     assert "| EX (strict) |" in (tmp_path / "report.md").read_text()
+    timing = json.loads((tmp_path / "timing.json").read_text())
+    assert timing["turns_played"] == len(records) and timing["context_overflows"] == 0
+    assert 0 < timing["model_seconds_during_play"] <= timing["play_seconds"] * 5
