@@ -185,9 +185,9 @@ def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_p
                   neo4j_s: float, model_s: float, score_s: float, turns_scored: int,
                   context_overflows: int | None) -> None:
     """This invocation's timings (not part of the metrics, which a resumed run reproduces exactly). The
-    evaluator's own overhead per turn is the play time spent neither in Neo4j nor waiting for the model,
-    summed over the workers: ``overhead_ms_per_turn`` (exact at concurrency 1; with the oracle there is
-    no model time)."""
+    evaluator's own overhead per turn is the play time spent neither in Neo4j nor waiting for the model:
+    ``overhead_ms_per_turn``, given when sessions were played one at a time (with the oracle there is no
+    model time)."""
     timing = {"concurrency": concurrency, "sessions_played": sessions_played, "turns_played": turns_played,
               "play_seconds": round(play_s, 3), "neo4j_seconds_during_play": round(neo4j_s, 3),
               "model_seconds_during_play": round(model_s, 3), "score_seconds": round(score_s, 3),
@@ -196,7 +196,9 @@ def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_p
               "context_overflows": context_overflows}
     if turns_played:
         timing["turns_per_second"] = round(turns_played / play_s, 2)
-        timing["overhead_ms_per_turn"] = round(1000 * (play_s * concurrency - neo4j_s - model_s) / turns_played, 3)
+        # Only well defined with one session at a time (concurrent workers idle or queue at different times).
+        timing["overhead_ms_per_turn"] = (round(1000 * (play_s - neo4j_s - model_s) / turns_played, 3)
+                                          if min(concurrency, sessions_played) == 1 else None)
     path.write_text(json.dumps(timing, indent=1) + "\n")
 
 

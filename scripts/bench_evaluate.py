@@ -39,8 +39,8 @@ def main() -> None:
               f"concurrency {t['concurrency']}: EX {metrics['ex']:.3f}")
         print(f"  play {t['play_seconds']:8.1f} s  ({t['turns_per_second']:.1f} turns/s), in Neo4j "
               f"{t['neo4j_seconds_during_play']:8.1f} s")
-        print(f"  outside Neo4j and the model, per turn: {t['overhead_ms_per_turn']:.2f} ms"
-              + ("  <- the evaluator's own overhead" if t["concurrency"] == 1 else " (summed over workers)"))
+        if t["overhead_ms_per_turn"] is not None:
+            print(f"  outside Neo4j, per turn: {t['overhead_ms_per_turn']:.2f} ms  <- the evaluator's own overhead")
         print(f"  scoring pass (metrics, PSJS queries, bootstrap, report): {t['score_seconds']:.1f} s, "
               f"{t['score_ms_per_turn']:.2f} ms per turn")
 
