@@ -278,5 +278,8 @@ def psjs(world: str, gold_cypher: str, pred_cypher: str | None, *, timeout: floa
     """PSJS of a prediction against the gold on ``world`` (module docstring). Never raises for a
     query; raises ``InfrastructureError`` when the database is unavailable."""
     gold = provenance(world, gold_cypher, timeout=timeout, runner=runner)
-    pred = None if pred_cypher is None else provenance(world, pred_cypher, timeout=timeout, runner=runner)
+    if pred_cypher is not None and pred_cypher.strip() == gold_cypher.strip():
+        pred = gold  # the same text matches the same elements: one query, not two
+    else:
+        pred = None if pred_cypher is None else provenance(world, pred_cypher, timeout=timeout, runner=runner)
     return psjs_from_provenance(gold, pred)
