@@ -132,6 +132,10 @@ def run(args) -> dict:
                                                                api_key=_api_key(args), device=args.device,
                                                                batch_size=args.batch_size, api_retries=args.api_retries,
                                                                prefix_cache=not args.no_prefix_cache)
+    if backend is not None:  # what the backend resolved (device, batch size) rather than the flags' defaults
+        meta.update(device=getattr(backend, "device", None), batch_size=getattr(backend, "batch_size", None),
+                    prefix_cache=getattr(backend, "prefix_cache", None) is not None)
+        meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     sim_backend = _user_sim(args.user_sim)
     lock = threading.Lock()
     local = threading.local()
