@@ -47,7 +47,8 @@ def test_oracle_scores_one_and_writes_every_output(dataset, tmp_path, protocol):
     timing = json.loads((tmp_path / "timing.json").read_text())
     assert timing["sessions_played"] == 14 and timing["turns_played"] == timing["turns_scored"] == m["turns"]
     assert 0 < timing["neo4j_seconds_during_play"] < timing["play_seconds"] * timing["concurrency"]
-    assert timing["overhead_ms_per_turn"] > 0 and timing["model_seconds_during_play"] == 0
+    assert timing["model_seconds_during_play"] == 0
+    assert timing["concurrency"] == 8 and timing["overhead_ms_per_turn"] is None  # defined one session at a time
 
 
 def test_a_killed_run_resumes_to_the_same_metrics(dataset, tmp_path):
@@ -70,6 +71,8 @@ def test_a_killed_run_resumes_to_the_same_metrics(dataset, tmp_path):
     assert len({json.loads(line)["session_id"] for line in lines}) == 14
     assert len(lines) == len((whole / "trajectories.jsonl").read_text().splitlines())  # nothing played twice
     assert _metrics(broken) == _metrics(whole)
+    timing = json.loads((whole / "timing.json").read_text())
+    assert timing["concurrency"] == 1 and timing["overhead_ms_per_turn"] > 0
 
 
 def test_resuming_with_other_settings_is_refused(dataset, tmp_path):
