@@ -207,7 +207,7 @@ def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_p
 
 
 def _default_max_new_tokens(model: str) -> int:
-    # SmolLM2-135M rarely stops by itself and decodes ~20 tokens/s on a laptop CPU: it is a smoke test.
+    # SmolLM2-135M rarely stops by itself and decodes ~19 tokens/s on 2 CPU cores: it is a smoke test.
     return 64 if model == "smollm2-135m" else 512
 
 
