@@ -78,12 +78,16 @@ def smollm2_gguf() -> Path:
 class _BatchingBackend:
     """Chats from the evaluator's concurrent sessions go through one worker thread that hands whatever is
     waiting (up to ``batch_size``) to ``_generate_chats`` at once; a failure reaches every waiting caller
-    as a ``BackendError``."""
+    as a ``BackendError``. A prompt longer than ``context_limit`` tokens gets an empty response (a
+    malformed action: a model error, scored), never an exception (which the evaluator would count as
+    infrastructure); ``context_overflows`` counts them. Subclasses set ``tokenizer`` and ``context_limit``."""
 
     batch_size = 1
     max_wait_s = 0.02
+    context_limit: int | None = None
 
     def _start_batcher(self) -> None:
+        self.context_overflows = 0
         self._requests: queue.Queue = queue.Queue()
         threading.Thread(target=self._serve, daemon=True, name=f"{self.name}-batcher").start()
 
@@ -92,7 +96,23 @@ class _BatchingBackend:
         self._requests.put((messages, settings, future))
         return future.result()
 
-    def _generate_chats(self, chats: list[list[dict]], settings: GenerationSettings) -> list[str]:
+    def _prompt_ids(self, chat: list[dict]) -> list[int]:
+        text = self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _answer(self, chats: list[list[dict]], settings: GenerationSettings) -> list[str]:
+        ids = [self._prompt_ids(c) for c in chats]
+        fits = [i for i, x in enumerate(ids) if self.context_limit is None or len(x) < self.context_limit]
+        self.context_overflows += len(chats) - len(fits)
+        outputs = [""] * len(chats)
+        if fits:
+            texts = self._generate_chats([chats[i] for i in fits], [ids[i] for i in fits], settings)
+            for i, text in zip(fits, texts):
+                outputs[i] = text
+        return outputs
+
+    def _generate_chats(self, chats: list[list[dict]], ids: list[list[int]], settings: GenerationSettings) -> list[str]:
+        """Responses to chats that fit the context (``ids``: their rendered prompts' token ids)."""
         raise NotImplementedError
 
     def _serve(self) -> None:
@@ -104,7 +124,7 @@ class _BatchingBackend:
             except queue.Empty:
                 pass
             try:
-                outputs = self._generate_chats([m for m, _, _ in batch], batch[0][1])
+                outputs = self._answer([m for m, _, _ in batch], batch[0][1])
             except Exception as exc:  # noqa: BLE001 - reported to every waiting session
                 for _, _, future in batch:
                     future.set_exception(BackendError(f"{self.name} generation failed: {exc!r}"))
@@ -215,31 +235,16 @@ class HFBackend(_BatchingBackend):
         self.batch_size = batch_size or (1 if self.device == "cpu" else 8)
         self.prefix_cache = PrefixCache() if prefix_cache else None
         self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
-        self.context_overflows = 0
         self.max_wait_s = max_wait_s
         self._start_batcher()
 
-    def _generate_chats(self, chats, settings):
-        ids = [self.tokenizer(self._prompt(c), add_special_tokens=False)["input_ids"] for c in chats]
-        outputs = [""] * len(chats)
-        # A prompt the model's context cannot hold gets an empty response (a malformed action: a model
-        # error, scored), never an exception (which the evaluator would count as infrastructure).
-        fits = [i for i, x in enumerate(ids) if self.context_limit is None or len(x) < self.context_limit]
-        self.context_overflows += len(chats) - len(fits)
-        if not fits:
-            return outputs
-        room = min(settings.max_new_tokens, *(self.context_limit - len(ids[i]) for i in fits)) \
+    def _generate_chats(self, chats, ids, settings):
+        # New tokens are clamped so that prompt + answer stays within the context.
+        room = min(settings.max_new_tokens, *(self.context_limit - len(x) for x in ids)) \
             if self.context_limit else settings.max_new_tokens
-        if len(fits) == 1 and self.prefix_cache is not None:
-            texts = [self._generate_one(ids[fits[0]], settings, room)]
-        else:
-            texts = self._generate_batch([ids[i] for i in fits], settings, room)
-        for i, text in zip(fits, texts):
-            outputs[i] = text
-        return outputs
-
-    def _prompt(self, chat: list[dict]) -> str:
-        return self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        if len(ids) == 1 and self.prefix_cache is not None:
+            return [self._generate_one(ids[0], settings, room)]
+        return self._generate_batch(ids, settings, room)
 
     def _sampling(self, settings: GenerationSettings, max_new_tokens: int) -> dict:
         self.torch.manual_seed(settings.seed)
@@ -307,28 +312,16 @@ class VLLMBackend(_BatchingBackend):
             self.context_limit = self.llm.llm_engine.model_config.max_model_len
         except AttributeError:
             self.context_limit = None
-        self.context_overflows = 0
         self.batch_size = batch_size or 256
         self._start_batcher()
 
-    def _prompt_tokens(self, chat: list[dict]) -> int:
-        text = self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def _generate_chats(self, chats, settings):
+    def _generate_chats(self, chats, ids, settings):
         from vllm import SamplingParams
 
-        outputs = [""] * len(chats)
-        # As in the hf backend: a prompt longer than the context is the model's failure, not an engine error.
-        fits = [i for i, c in enumerate(chats) if self.context_limit is None or self._prompt_tokens(c) < self.context_limit]
-        self.context_overflows += len(chats) - len(fits)
-        if fits:
-            params = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
-                                    max_tokens=settings.max_new_tokens, seed=settings.seed)
-            out = self.llm.chat([chats[i] for i in fits], params, use_tqdm=False, lora_request=self.lora)
-            for i, o in zip(fits, out):
-                outputs[i] = o.outputs[0].text
-        return outputs
+        params = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
+                                max_tokens=settings.max_new_tokens, seed=settings.seed)
+        out = self.llm.chat(chats, params, use_tqdm=False, lora_request=self.lora)
+        return [o.outputs[0].text for o in out]
 
 
 def make_backend(backend: str, model: str, *, api_base: str | None = None, api_key: str | None = None,
