@@ -580,38 +580,32 @@ def _golds(kwargs: dict, column: str, n: int, derive: Callable[[str], list]) -> 
     return out
 
 
-def make_key_value_reward(*, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact"):
-    """A key-value reward with its own guard settings (see the module docstring)."""
+def _superset_reward(name: str, tag: str, parse: Callable, column: str, derive: Callable, items: Callable,
+                     covers: Callable, max_factor: float, slack: int, empty_gold: str):
+    """A reward that extracts ``<tag>`` items, parses them and scores them against the gold items
+    (``superset_score`` with the guard settings); ``name`` is the function name TRL logs."""
     _check_guard(max_factor, slack, empty_gold)
 
-    def key_value_reward(prompts, completions, **kwargs) -> list[float | None]:
+    def reward(prompts, completions, **kwargs) -> list[float | None]:
         texts = _texts(completions)
-        golds = _golds(kwargs, "gold_key_values", len(texts), cypher_parse.gold_key_values)
-        scores = []
-        for text, gold in zip(texts, golds):
-            extracted = parse_key_values(extract_tag(text, "key_value"))
-            scores.append(superset_score(extracted, _gold_kv_items(gold), _kv_covers, max_factor=max_factor,
-                                         slack=slack, empty_gold=empty_gold))
-        return scores
+        golds = _golds(kwargs, column, len(texts), derive)
+        return [superset_score(parse(extract_tag(text, tag)), items(gold), covers, max_factor=max_factor,
+                               slack=slack, empty_gold=empty_gold) for text, gold in zip(texts, golds)]
 
-    return key_value_reward
+    reward.__name__ = reward.__qualname__ = name
+    return reward
+
+
+def make_key_value_reward(*, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact"):
+    """A key-value reward with its own guard settings (see the module docstring)."""
+    return _superset_reward("key_value_reward", "key_value", parse_key_values, "gold_key_values",
+                            cypher_parse.gold_key_values, _gold_kv_items, _kv_covers, max_factor, slack, empty_gold)
 
 
 def make_triple_reward(*, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact"):
     """A triple reward with its own guard settings (see the module docstring)."""
-    _check_guard(max_factor, slack, empty_gold)
-
-    def triple_reward(prompts, completions, **kwargs) -> list[float | None]:
-        texts = _texts(completions)
-        golds = _golds(kwargs, "gold_triples", len(texts), cypher_parse.gold_triples)
-        scores = []
-        for text, gold in zip(texts, golds):
-            extracted = parse_triples(extract_tag(text, "relationship"))
-            scores.append(superset_score(extracted, _gold_triple_items(gold), _triple_covers,
-                                         max_factor=max_factor, slack=slack, empty_gold=empty_gold))
-        return scores
-
-    return triple_reward
+    return _superset_reward("triple_reward", "relationship", parse_triples, "gold_triples", cypher_parse.gold_triples,
+                            _gold_triple_items, _triple_covers, max_factor, slack, empty_gold)
 
 
 key_value_reward = make_key_value_reward()
