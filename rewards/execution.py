@@ -278,10 +278,18 @@ class _Scorer:
                 self._pool = None
 
 
-def _attach(fn: Callable, scorer: _Scorer) -> Callable:
-    fn.scorer = scorer  # type: ignore[attr-defined]
-    fn.gold_cache = scorer.gold_cache  # type: ignore[attr-defined]
-    return fn
+def _reward_function(scorer: _Scorer, doc: str) -> Callable:
+    """A plain reward function (named ``scorer.name``, as TRL logs it) over ``scorer``, which it carries
+    as ``.scorer`` and ``.gold_cache``."""
+
+    def reward(prompts, completions, **kwargs) -> list[float | None]:
+        return scorer(prompts, completions, **kwargs)
+
+    reward.__name__ = reward.__qualname__ = scorer.name
+    reward.__doc__ = doc
+    reward.scorer = scorer  # type: ignore[attr-defined]
+    reward.gold_cache = scorer.gold_cache  # type: ignore[attr-defined]
+    return reward
 
 
 def make_execution_reward(mode: str = "strict", *, exec_credit: float = 0.0, failure_score: float = 0.0,
@@ -313,13 +321,7 @@ def make_execution_reward(mode: str = "strict", *, exec_credit: float = 0.0, fai
     scorer = _Scorer(fname, score, timeout=timeout, max_rows=max_rows, max_workers=max_workers,
                      gold_cache_size=gold_cache_size, failure_score=failure_score, extract=extract, world=world,
                      executor_options=executor_options, retry_timeouts=retry_timeouts)
-
-    def execution_reward(prompts, completions, **kwargs) -> list[float | None]:
-        return scorer(prompts, completions, **kwargs)
-
-    execution_reward.__name__ = execution_reward.__qualname__ = fname
-    execution_reward.__doc__ = f"EX ({mode}) of the <answer> query against the gold result, on the real Neo4j."
-    return _attach(execution_reward, scorer)
+    return _reward_function(scorer, f"EX ({mode}) of the <answer> query against the gold result, on the real Neo4j.")
 
 
 class _PSJSScorer(_Scorer):
@@ -404,13 +406,7 @@ def make_partial_reward(metric: str = "f1", *, failure_score: float = 0.0, timeo
     scorer = cls(name, score, timeout=timeout, max_rows=max_rows, max_workers=max_workers,
                  gold_cache_size=gold_cache_size, failure_score=failure_score, extract=extract, world=world,
                  executor_options=executor_options, retry_timeouts=retry_timeouts)
-
-    def partial_reward(prompts, completions, **kwargs) -> list[float | None]:
-        return scorer(prompts, completions, **kwargs)
-
-    partial_reward.__name__ = partial_reward.__qualname__ = name
-    partial_reward.__doc__ = f"Partial credit ({metric}) in [0, 1] of the <answer> query against the gold."
-    return _attach(partial_reward, scorer)
+    return _reward_function(scorer, f"Partial credit ({metric}) in [0, 1] of the <answer> query against the gold.")
 
 
 execution_reward = make_execution_reward("strict")
