@@ -3,9 +3,11 @@
 Prints: the cold `serve` time (fresh stores; the launcher build is timed apart), the `load` time for
 every world, and the median latency of a one-hop query through the safe executor versus the same
 query through the bare driver, with the executor's overhead as a ratio.
-Runs in a fresh cache directory of its own and stops the server it started.
+Runs in a fresh cache directory of its own and stops the server it started; ``--reuse`` instead
+measures only the query latency against the server already running under ``$CYPHERTURN_HOME``
+(started and loaded beforehand), which is quicker for before/after comparisons of the executor.
 
-    python scripts/bench_neo4j.py [--repeats 300]
+    python scripts/bench_neo4j.py [--repeats 300] [--reuse]
 """
 
 from __future__ import annotations
@@ -20,21 +22,25 @@ import time
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=300)
+    parser.add_argument("--reuse", action="store_true",
+                        help="time queries on the running server of $CYPHERTURN_HOME; skip serve and load")
     args = parser.parse_args()
-    home = tempfile.mkdtemp(prefix="cypherturn-bench-")
-    os.environ["CYPHERTURN_HOME"] = home
+    if not args.reuse:
+        os.environ["CYPHERTURN_HOME"] = tempfile.mkdtemp(prefix="cypherturn-bench-")
     os.environ.pop("CYPHERTURN_NEO4J_CONFIG", None)
     os.environ.pop("CYPHERTURN_NEO4J_URI", None)
 
-    import neo4j
-
     from graphs import connections, server
-    from graphs.executor import SafeExecutor
-    from graphs.generator import generate
     from graphs.loader import load_world
-    from graphs.spec import all_specs, get_spec
+    from graphs.spec import all_specs
 
     quiet = lambda *_: None  # noqa: E731
+    if args.reuse:  # someone else's server: measure and leave it running
+        try:
+            _latency(args.repeats)
+        finally:
+            connections.close_all()
+        return
     try:
         t0 = time.perf_counter()
         server.build_launcher(progress=quiet)
@@ -58,61 +64,73 @@ def main() -> None:
         nodes = sum(r.nodes for r in reports)
         rels = sum(r.relationships for r in reports)
 
-        world = "ancient_empire"
-        names = [row["name"] for row in generate(get_spec(world)).nodes["Emperor"]]
-        query = "MATCH (e:Emperor {name: $name})-[:GOVERNS]->(p:Province) RETURN p.name AS province"
-        ex = SafeExecutor(world, timeout=30, max_rows=1000)
-        target = connections.resolve(world)
-        drv = connections.driver(target)
-
-        def via_executor(name):
-            r = ex.run(query, params={"name": name})
-            assert r.error is None, r.error
-            return r.rows
-
-        def via_driver(name):
-            records, _, _ = drv.execute_query(query, {"name": name}, routing_=neo4j.RoutingControl.READ,
-                                              database_=target.database)
-            return [list(r.values()) for r in records]
-
-        def via_driver_tx(name):  # the same transaction shape the executor uses, without its guards
-            with drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS) as s:
-                tx = s.begin_transaction(timeout=30)
-                rows = [list(r.values()) for r in tx.run(query, name=name)]
-                tx.rollback()
-            return rows
-
-        for name in names[:5]:
-            assert sorted(via_executor(name)) == sorted(via_driver(name))
-        timings = {"executor": [], "driver (execute_query)": [], "driver (explicit read tx)": []}
-        fns = {"executor": via_executor, "driver (execute_query)": via_driver,
-               "driver (explicit read tx)": via_driver_tx}
-        for _ in range(20):  # warm-up: plans cached, pool filled
-            for fn in fns.values():
-                fn(names[0])
-        for i in range(args.repeats):
-            name = names[i % len(names)]
-            for label, fn in fns.items():
-                t = time.perf_counter()
-                fn(name)
-                timings[label].append((time.perf_counter() - t) * 1000)
-
-        med = {k: statistics.median(v) for k, v in timings.items()}
         print(f"worlds: {len(specs)} ({nodes} nodes, {rels} relationships)")
         print(f"launcher build (mvn package, jars cached):   {build_s:6.1f} s")
         print(f"cold serve (fresh stores, {len(specs)} databases):   {serve_s:6.1f} s")
         print(f"serve again (reuses the running server):     {reuse_s:6.2f} s")
         print(f"load all worlds (generate + write + verify): {load_s:6.1f} s")
         print(f"load again (skipped, checksums match):       {reload_s:6.1f} s")
-        print(f"one-hop query, median of {args.repeats}:")
-        for k, v in med.items():
-            print(f"  {k:28s} {v:7.3f} ms")
-        base = med["driver (execute_query)"]
-        print(f"executor overhead ratio vs execute_query:     {med['executor'] / base:5.2f}x")
-        print(f"executor overhead ratio vs explicit read tx:  {med['executor'] / med['driver (explicit read tx)']:5.2f}x")
+        _latency(args.repeats)
     finally:
         connections.close_all()
         server.stop(progress=quiet)
+
+
+def _latency(repeats: int) -> None:
+    """Median latency of a one-hop query: safe executor vs the bare driver (the server must be loaded)."""
+    import neo4j
+
+    from graphs import connections
+    from graphs.executor import SafeExecutor
+    from graphs.generator import generate
+    from graphs.spec import get_spec
+
+    world = "ancient_empire"
+    names = [row["name"] for row in generate(get_spec(world)).nodes["Emperor"]]
+    query = "MATCH (e:Emperor {name: $name})-[:GOVERNS]->(p:Province) RETURN p.name AS province"
+    ex = SafeExecutor(world, timeout=30, max_rows=1000)
+    target = connections.resolve(world)
+    drv = connections.driver(target)
+
+    def via_executor(name):
+        r = ex.run(query, params={"name": name})
+        assert r.error is None, r.error
+        return r.rows
+
+    def via_driver(name):
+        records, _, _ = drv.execute_query(query, {"name": name}, routing_=neo4j.RoutingControl.READ,
+                                          database_=target.database)
+        return [list(r.values()) for r in records]
+
+    def via_driver_tx(name):  # the same transaction shape the executor uses, without its guards
+        with drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS) as s:
+            tx = s.begin_transaction(timeout=30)
+            rows = [list(r.values()) for r in tx.run(query, name=name)]
+            tx.rollback()
+        return rows
+
+    for name in names[:5]:
+        assert sorted(via_executor(name)) == sorted(via_driver(name))
+    timings = {"executor": [], "driver (execute_query)": [], "driver (explicit read tx)": []}
+    fns = {"executor": via_executor, "driver (execute_query)": via_driver,
+           "driver (explicit read tx)": via_driver_tx}
+    for _ in range(20):  # warm-up: plans cached, pool filled
+        for fn in fns.values():
+            fn(names[0])
+    for i in range(repeats):
+        name = names[i % len(names)]
+        for label, fn in fns.items():
+            t = time.perf_counter()
+            fn(name)
+            timings[label].append((time.perf_counter() - t) * 1000)
+
+    med = {k: statistics.median(v) for k, v in timings.items()}
+    print(f"one-hop query, median of {repeats}:")
+    for k, v in med.items():
+        print(f"  {k:28s} {v:7.3f} ms")
+    base = med["driver (execute_query)"]
+    print(f"executor overhead ratio vs execute_query:     {med['executor'] / base:5.2f}x")
+    print(f"executor overhead ratio vs explicit read tx:  {med['executor'] / med['driver (explicit read tx)']:5.2f}x")
 
 
 if __name__ == "__main__":
