@@ -1,6 +1,8 @@
 """Scoring one (gold, prediction) pair on a world: EX strict, EX relaxed and PSJS (DESIGN §7).
 
-``score_pair(world, gold, pred)`` runs both queries through the safe executor and returns::
+A thin wrapper over the one judge, ``scoring.judge`` (its docstring has the rules: the row cap and
+the truncation rule, the same-text rule, failures, infrastructure). ``score_pair(world, gold, pred)``
+returns::
 
     {"ex": 0|1, "ex_relaxed": 0|1, "psjs": float, "psjs_reason": str|None, "ordered": bool,
      "truncated": bool, "gold_cached": bool, "db_ms": float,
@@ -17,9 +19,8 @@ rewrites, less what came from the cache.)
   against it (the benchmark's gates make this a dataset bug).
 - A prediction whose text is the gold's (up to surrounding whitespace and a final ``;``) is not run
   again: it gets the gold's result and provenance (gold queries are verified deterministic).
-- Rows are fetched up to ``SCORE_MAX_ROWS``; if the gold has more (``truncated``), the fetched
-  prefixes are compared and ``truncated`` is true in the answer; a prediction with more rows than
-  that while the gold has fewer cannot match.
+- Rows are fetched up to ``SCORE_MAX_ROWS`` (``JudgeLimits.max_rows``); a result cut there
+  (``truncated``) is never equal to another one: EX 0, unless the prediction is the gold's text.
 
 Gold results (with the gold's ordering flag and, once computed, its provenance) are kept in an LRU
 cache keyed by (world, gold cypher) — the gold is run once however many predictions are scored
@@ -34,116 +35,31 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from dataclasses import dataclass
 from typing import Any
 
-from benchmark.metrics.ex import ex_strict, is_ordered
-from benchmark.metrics.ex_relaxed import ex_relaxed
-from benchmark.metrics.psjs import InfrastructureError, Provenance, provenance, psjs_from_provenance
-from graphs.executor import QueryResult, SafeExecutor, executor
-from graphs.lru import LRUCache
+from scoring.judge import GoldCache, GoldQueryError, InfrastructureError, JudgeLimits, shared_judge
 
 __all__ = ["score_pair", "GoldCache", "GOLD_CACHE", "GoldQueryError", "InfrastructureError",
            "add_score_command", "cmd_score", "SCORE_MAX_ROWS"]
 
-SCORE_MAX_ROWS = 100_000
-
-
-class GoldQueryError(ValueError):
-    """The gold query itself failed (not an infrastructure error): the pair cannot be scored."""
-
-
-@dataclass
-class GoldEntry:
-    result: QueryResult
-    ordered: bool
-    provenance: Provenance | None = None
-
-
-class GoldCache(LRUCache[GoldEntry]):
-    """A thread-safe LRU cache of gold results keyed by (world, gold cypher)."""
-
-    def __init__(self, maxsize: int = 4096):
-        super().__init__(maxsize)
-
+SCORE_MAX_ROWS = JudgeLimits().max_rows
 
 GOLD_CACHE = GoldCache()
 _DEFAULT = object()
-
-
-_executors: dict[str, SafeExecutor] = {}
-_executors_lock = threading.Lock()
-
-
-def _run(world: str, query: str, timeout: float) -> QueryResult:
-    # the process-wide safe executor of the world, looked up once: ``graphs.executor.execute`` re-reads
-    # the world's spec on every call, which costs more than most gold queries
-    ex = _executors.get(world)
-    if ex is None:
-        with _executors_lock:
-            ex = _executors.setdefault(world, executor(world))
-    return ex.run(query, timeout=timeout, max_rows=SCORE_MAX_ROWS)
-
-
-def _gold_entry(world: str, gold: str, timeout: float, cache: GoldCache | None) -> tuple[GoldEntry, bool]:
-    key = (world, gold)
-    entry = cache.get(key) if cache is not None else None
-    if entry is not None:
-        return entry, True
-    result = _run(world, gold, timeout)
-    if result.error is not None:
-        if result.error.kind == "unavailable":
-            raise InfrastructureError(f"gold query on {world}: {result.error.message}")
-        raise GoldQueryError(f"the gold query failed on {world} ({result.error.kind}): {result.error.message}")
-    entry = GoldEntry(result, is_ordered(gold))
-    if cache is not None:
-        cache.put(key, entry)
-    return entry, False
 
 
 def score_pair(world: str, gold: str, pred: str | None, *, timeout: float = 120.0, with_psjs: bool = True,
                cache: Any = _DEFAULT) -> dict:
     """Score ``pred`` against ``gold`` on ``world`` (module docstring)."""
     cache = GOLD_CACHE if cache is _DEFAULT else cache
-    entry, cached = _gold_entry(world, gold, timeout, cache)
-    g = entry.result
-    out: dict[str, Any] = {"ex": 0, "ex_relaxed": 0, "psjs": 0.0, "psjs_reason": None, "ordered": entry.ordered,
-                           "truncated": g.truncated, "gold_cached": cached, "db_ms": 0.0 if cached else g.elapsed_ms,
-                           "gold": g.to_dict(), "pred": None}
-    if pred is None:
-        out["psjs_reason"] = "no prediction"
-        return out
-    same = pred.strip().rstrip(";").strip() == gold.strip().rstrip(";").strip()
-    if same:  # the gold's own text: its (verified deterministic) result, run once
-        p = g
-    else:
-        p = _run(world, pred, timeout)
-        out["db_ms"] += p.elapsed_ms
-    out["pred"] = p.to_dict()
-    if p.error is not None:
-        if p.error.kind == "unavailable":
-            raise InfrastructureError(f"predicted query on {world}: {p.error.message}")
-        out["psjs_reason"] = f"prediction failed ({p.error.kind})"
-        return out
-    out["truncated"] = g.truncated or p.truncated
-    if p.truncated and not g.truncated:
-        out["ex"] = out["ex_relaxed"] = 0
-    else:
-        out["ex"] = ex_strict(g.columns, g.rows, p.columns, p.rows, ordered=entry.ordered)
-        out["ex_relaxed"] = ex_relaxed(g.columns, g.rows, p.columns, p.rows, ordered=entry.ordered)
-    if with_psjs:
-        if entry.provenance is None:
-            entry.provenance = provenance(world, gold, timeout=timeout)
-            out["db_ms"] += entry.provenance.elapsed_ms
-        if same:
-            pred_prov = entry.provenance
-        else:
-            pred_prov = provenance(world, pred, timeout=timeout)
-            out["db_ms"] += pred_prov.elapsed_ms
-        res = psjs_from_provenance(entry.provenance, pred_prov)
-        out["psjs"], out["psjs_reason"] = res.score, res.reason
-    else:
+    v = shared_judge(timeout=timeout).judge(world, gold, pred, psjs=with_psjs, cache=cache).raise_for_error()
+    out: dict[str, Any] = {"ex": v.ex, "ex_relaxed": v.ex_relaxed, "psjs": v.psjs, "psjs_reason": v.psjs_reason,
+                           "ordered": v.ordered, "truncated": v.truncated, "gold_cached": v.gold_cached,
+                           "db_ms": v.db_ms, "gold": v.gold.to_dict(), "pred": None if pred is None else v.pred.to_dict()}
+    if v.error is not None:
+        out["psjs"], out["psjs_reason"] = 0.0, ("no prediction" if v.error == "missing"
+                                                else f"prediction failed ({v.error})")
+    elif not with_psjs:
         out["psjs"], out["psjs_reason"] = None, "not computed"
     return out
 

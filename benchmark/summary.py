@@ -6,24 +6,23 @@ Turns whose ``ex`` is null (infrastructure errors) are excluded everywhere and c
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from benchmark.metrics import actions, bleu, breakdown, cer, sem, significance, tokens
 from benchmark.metrics._records import is_scored, mean
-from benchmark.metrics.psjs import psjs as psjs_score
 
 
 def fill_psjs(records: list[dict], *, workers: int = 8) -> None:
-    """Compute PSJS for every scored turn that lacks it (two provenance queries per turn)."""
+    """Compute PSJS for every scored turn that lacks it, in one batch of the judge (``scoring.judge``:
+    each distinct query's provenance once, ``workers`` at a time, gold provenances cached)."""
+    from scoring.judge import shared_judge
+
     todo = [r for r in records if is_scored(r) and r.get("psjs") is None]
-
-    def one(r: dict) -> None:
-        r["psjs"] = psjs_score(r["world"], r["gold_cypher"], r.get("prediction")).score
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(one, todo))
+    results = shared_judge(workers=workers).psjs_batch([(r["world"], r["gold_cypher"], r.get("prediction"))
+                                                        for r in todo])
+    for r, res in zip(todo, results):
+        r["psjs"] = res.score
 
 
 def summarize(records: list[dict], *, psjs: bool = True) -> dict[str, Any]:

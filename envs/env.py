@@ -262,23 +262,15 @@ class CypherTurnEnv(gym.Env):
 
     # -- scoring --------------------------------------------------------------------------------------
     def _finish_turn(self, prediction: str | None, submitted: bool) -> TurnRecord:
-        from benchmark.metrics.ex import ex_strict, is_ordered
-        from benchmark.metrics.ex_relaxed import ex_relaxed
+        from scoring.judge import shared_judge
 
         turn = self.turn
-        ex = exr = 0
-        infra = None
-        if prediction is not None:
-            r = self.executor.run(prediction)
-            self.db_ms += r.elapsed_ms
-            if r.error is not None and r.error.kind == "unavailable":
-                ex = exr = None
-                infra = r.error.message
-            elif r.error is None and not r.truncated:
-                ordered = is_ordered(turn.gold_cypher)
-                ex = ex_strict(turn.gold_columns, turn.gold_rows, r.columns, r.rows, ordered=ordered)
-                exr = ex_relaxed(turn.gold_columns, turn.gold_rows, r.columns, r.rows, ordered=ordered)
-        record = self._record(turn, prediction, ex, exr, submitted=submitted, cliff=False, infra_error=infra)
+        # the one judge (the scorer's and the execution rewards' rules), against the stored gold result
+        v = shared_judge(timeout=self.timeout).judge(self.session.world, turn.gold_cypher, prediction,
+                                                     gold_columns=turn.gold_columns, gold_rows=turn.gold_rows)
+        self.db_ms += v.db_ms
+        record = self._record(turn, prediction, v.ex, v.ex_relaxed, submitted=submitted, cliff=False,
+                              infra_error=v.infra_error)
         self.records.append(record)
         if self.protocol == "agentic":
             entry = [f"Turn {turn.index + 1}\nUser: {turn.shown_utterance}"] + self.turn_history

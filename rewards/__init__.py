@@ -8,8 +8,10 @@ dataset columns (``gold_cypher``, ``gold_key_values``, ``gold_triples``, ``world
 - ``rewards.paper``: the GRPO paper's four, each +1 / -1: ``format_reward``, ``answer_reward``,
   ``key_value_reward``, ``triple_reward`` (with the guard against listing the whole schema);
 - ``rewards.execution``: ``execution_reward`` (EX strict), ``execution_relaxed_reward``,
-  ``partial_reward`` (row-level F1) and ``partial_psjs_reward`` (PSJS) on the real Neo4j: batched,
-  parallel, gold results cached; an unreachable database raises ``RewardInfrastructureError``;
+  ``partial_reward`` (row-level F1) and ``partial_psjs_reward`` (PSJS) on the real Neo4j, judged by
+  ``scoring.Judge`` (the evaluator's and the environment's judge): batched, parallel, gold results
+  cached; picklable ``ExecutionReward`` instances configured by ``ExecutionRewardOptions``; an
+  unreachable database raises ``RewardInfrastructureError``;
 - ``rewards.cypher_parse``: gold key-values and triples derived from a Cypher query (external data);
 - ``rewards.completions``: the tagged response format and the extractors;
 - ``rewards.registry``: ``resolve``, ``parse_reward_specs``, ``weighted`` (built-in names, import paths
@@ -33,7 +35,8 @@ from rewards.registry import (BUILTINS, ENTRY_POINT_GROUP, PAPER_REWARDS, Reward
 
 def __getattr__(name: str):  # the execution rewards import the Neo4j driver: only on first use
     if name in ("execution_reward", "execution_relaxed_reward", "partial_reward", "make_execution_reward",
-                "make_partial_reward", "row_f1", "RewardInfrastructureError", "partial_psjs_reward"):
+                "make_partial_reward", "row_f1", "RewardInfrastructureError", "partial_psjs_reward",
+                "ExecutionReward", "ExecutionRewardOptions"):
         from rewards import execution
 
         return getattr(execution, name)
@@ -41,7 +44,7 @@ def __getattr__(name: str):  # the execution rewards import the Neo4j driver: on
 
 
 __all__ = [
-    "BUILTINS", "ENTRY_POINT_GROUP", "PAPER_REWARDS", "RewardSpecError", "answer_reward", "check_format",
+    "BUILTINS", "ENTRY_POINT_GROUP", "ExecutionReward", "ExecutionRewardOptions", "PAPER_REWARDS", "RewardSpecError", "answer_reward", "check_format",
     "check_signature", "completion_text", "execution_reward", "execution_relaxed_reward", "extract_answer",
     "extract_tag", "format_reward", "key_value_reward", "make_execution_reward", "make_key_value_reward",
     "make_partial_reward", "make_triple_reward", "normalize_cypher", "parse_reward_specs", "partial_psjs_reward",

@@ -5,38 +5,42 @@ the dataset columns ``world`` (the world each row's query runs on) and ``gold_cy
 dataset has them, the gold result ``gold_columns`` and ``gold_rows`` (or the Hugging Face export's
 ``gold_rows_json``), which are then used as they are and the gold query is not run.
 
-How a batch is scored (``make_execution_reward`` / ``make_partial_reward``):
+How a batch is scored: every reward is an ``ExecutionReward`` (a picklable callable class, named as
+TRL logs it) configured by one ``ExecutionRewardOptions``, and judged by ``scoring.Judge`` — the same
+judge as the environment's turn reward and ``python -m benchmark score``, so for equal limits the
+three give the same verdict (the judge's docstring has the rules).
 
 1. The query of each completion is the content of its ``<answer>`` tag (``extract="answer"``; or
    ``"auto"``: the answer tag, else the last fenced code block, else the whole text; ``"raw"``: the
    whole text). See ``rewards.completions``.
 2. Every distinct (world, query) of the batch, predictions and the gold queries without a stored
-   result alike, is executed once, in parallel on a thread pool (``max_workers``), through the pooled
-   safe executor (``graphs.executor.SafeExecutor``: read-only, ``timeout`` seconds, ``max_rows`` rows).
-   GRPO groups repeat queries often; each runs once. A query that timed out in the parallel pass is
-   run once more on its own (``retry_timeouts``), so that the batch's own crowding of the server is
-   not charged to the model. ``max_workers`` defaults to 8: on a small machine more threads only
-   lengthen each query's wait (and risk spurious timeouts) without adding throughput.
-3. Gold results are cached per (world, gold query) in an LRU of ``gold_cache_size`` entries shared by
-   every call of the function (``gold_cache_size=0`` turns the cache off).
-4. Scores. EX: ``1.0`` when the prediction's result equals the gold's (``benchmark.metrics.ex.ex_strict``
-   or ``benchmark.metrics.ex_relaxed.ex_relaxed``, rows ordered when the gold's final RETURN has ORDER
-   BY); ``exec_credit`` (default 0.0; e.g. 0.1 for "it at least runs") when it ran and differs;
-   ``failure_score`` (default 0.0) when there is no query or the executor refused it or it failed
-   (syntax, refused, timeout, memory, too_large, runtime): a model failure. A prediction whose result
-   was cut at ``max_rows`` rows does not match a gold that was not cut; when both were cut (a gold
-   query with more than ``max_rows`` rows, which the benchmark's gates do not produce) their first
-   ``max_rows`` rows are compared. Partial: row-level F1 in [0, 1] (``row_f1``), ``failure_score`` for a failed query.
+   result alike, is executed once, concurrently on the judge's pool (``limits.workers``, default 8:
+   on a small machine more threads only lengthen each query's wait), through its safe executors
+   (read-only, ``limits.timeout`` seconds — 5 by default for rewards —, ``limits.max_rows`` rows). A
+   query that timed out among others is run once more on its own (``limits.retry_timeouts``).
+3. Gold results are cached per (world, gold query) in an LRU of ``limits.gold_cache_size`` entries
+   shared by every call of the reward (0 turns the cache off).
+4. Scores. EX: ``1.0`` when the judge's verdict is a match (strict, or relaxed); ``exec_credit``
+   (default 0.0; e.g. 0.1 for "it at least runs") when it ran and differs — including a result cut at
+   the row cap, which never matches (the judge's truncation rule); ``failure_score`` (default 0.0)
+   when there is no query or it failed (syntax, refused, timeout, memory, too_large, runtime).
+   Partial: row-level F1 in [0, 1] (``row_f1``), ``failure_score`` for a failed query.
 5. Infrastructure: when a query comes back with error kind ``unavailable`` (the database could not be
-   reached after the executor's retries) the function **raises** ``RewardInfrastructureError``, so the
-   training step fails loudly instead of teaching the model that its queries are wrong. A gold query
-   that fails for any other reason is a dataset bug: that row scores ``None`` (TRL leaves it out) and a
-   warning names the query.
+   reached after the executor's retries) the reward **raises** ``RewardInfrastructureError`` (an
+   ``InfrastructureError``), so the training step fails loudly instead of teaching the model that its
+   queries are wrong. A gold query that fails for any other reason is a dataset bug: that row scores
+   ``None`` (TRL leaves it out) and a warning names the query.
+
+Options as keyword arguments (``make_execution_reward(exec_credit=0.1, timeout=3)``, or a YAML
+``options:`` mapping) are the fields of ``ExecutionRewardOptions`` plus the judge limits ``timeout``,
+``max_rows``, ``max_workers``, ``gold_cache_size``, ``retry_timeouts`` and ``executor_options``
+(``retries``, ``backoff``).
 
 PSJS (``make_partial_reward("psjs")``, built-in ``partial_psjs``): the provenance subgraph Jaccard
 similarity of ``benchmark.metrics.psjs`` (the element ids the two queries' patterns bind), with the same
-batching, gold caching (of the gold's provenance), failure and infrastructure rules; it always runs the
-gold query (a stored gold result has no provenance).
+batching, gold caching (of the gold's provenance), failure and infrastructure rules
+(``Judge.psjs_batch``: provenance queries only); it needs the gold query (a stored result has no
+provenance).
 
 Row-level F1 (``row_f1``): columns are aligned by name when the predicted columns include every gold
 column name, otherwise each gold column takes the unused predicted column whose values overlap it most
@@ -53,23 +57,22 @@ import logging
 import math
 import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
-from graphs.executor import QueryResult, SafeExecutor
-from graphs.lru import LRUCache
 from rewards.completions import completion_text, extract_query
 from rewards.completions import kwargs_column as _column
+from scoring.judge import InfrastructureError, Judge, JudgeLimits, Pair, Verdict, compare
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 5.0
-DEFAULT_MAX_ROWS = 1000
-DEFAULT_MAX_WORKERS = 8
-DEFAULT_GOLD_CACHE = 4096
+DEFAULT_MAX_ROWS = JudgeLimits.max_rows
+DEFAULT_MAX_WORKERS = JudgeLimits.workers
+DEFAULT_GOLD_CACHE = JudgeLimits.gold_cache_size
 
 
-class RewardInfrastructureError(RuntimeError):
+class RewardInfrastructureError(InfrastructureError):
     """The database behind an execution reward is unreachable: not the model's fault, so not a score."""
 
 
@@ -139,274 +142,204 @@ def row_f1(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]], pred
     return 2 * precision * recall / (precision + recall)
 
 
-# -- the shared batch machinery -----------------------------------------------------------------------------
+# -- the rewards ------------------------------------------------------------------------------------------
 
-class _Scorer:
-    """Runs a batch's queries once each, in parallel, and hands (gold, prediction) pairs to ``score``."""
+_LIMIT_KEYS = {"timeout", "max_rows", "gold_cache_size", "retry_timeouts"}
+_EXECUTOR_KEYS = {"retries", "backoff"}
 
-    def __init__(self, name: str, score: Callable[[dict, QueryResult, bool], float], *, timeout: float,
-                 max_rows: int, max_workers: int, gold_cache_size: int, failure_score: float, extract: str,
-                 world: str | None, executor_options: dict | None, retry_timeouts: bool = True):
-        if timeout <= 0 or max_rows < 1 or max_workers < 1:
-            raise ValueError("timeout must be positive, max_rows and max_workers at least 1")
-        extract_query("", extract)  # validates the mode
-        self.name = name
-        self.score = score
-        self.timeout = timeout
-        self.max_rows = max_rows
-        self.max_workers = max_workers
-        self.failure_score = failure_score
-        self.extract = extract
-        self.default_world = world
-        self.executor_options = dict(executor_options or {})
-        self.retry_timeouts = retry_timeouts
-        self.gold_cache = LRUCache(gold_cache_size)
-        self._executors: dict[str, SafeExecutor] = {}
+
+@dataclass(frozen=True)
+class ExecutionRewardOptions:
+    """Everything an execution reward is configured with.
+
+    ``kind``: ``"strict"`` / ``"relaxed"`` (EX) or ``"f1"`` / ``"psjs"`` (partial credit);
+    ``exec_credit``: the EX score of a query that ran but differs; ``failure_score``: the score of no
+    query or a failed one; ``allow_extra_columns``: relaxed EX forgives extra predicted columns;
+    ``extract``: how the query is taken from a completion (``rewards.completions``); ``world``: the
+    world of rows without a ``world`` column; ``name``: the function name TRL logs; ``limits``: the
+    judge's (``scoring.JudgeLimits``: row cap, timeout, workers, gold cache, retries)."""
+
+    kind: str = "strict"
+    exec_credit: float = 0.0
+    failure_score: float = 0.0
+    allow_extra_columns: bool = True
+    extract: str = "answer"
+    world: str | None = None
+    name: str | None = None
+    limits: JudgeLimits = field(default_factory=lambda: JudgeLimits(timeout=DEFAULT_TIMEOUT_S))
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"execution reward kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        extract_query("", self.extract)  # validates the mode
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> "ExecutionRewardOptions":
+        """Options from flat keyword arguments, as configs give them: the fields above, plus the judge
+        limits ``timeout``, ``max_rows``, ``max_workers``, ``gold_cache_size``, ``retry_timeouts`` and
+        ``executor_options`` (``{"retries": ..., "backoff": ...}``)."""
+        limits = dict(timeout=DEFAULT_TIMEOUT_S)
+        for key in list(kwargs):
+            if key in _LIMIT_KEYS:
+                limits[key] = kwargs.pop(key)
+            elif key == "max_workers":
+                limits["workers"] = kwargs.pop(key)
+        executor_options = kwargs.pop("executor_options", None) or {}
+        unknown = set(executor_options) - _EXECUTOR_KEYS
+        if unknown:
+            raise TypeError(f"executor_options takes {sorted(_EXECUTOR_KEYS)}, got {sorted(unknown)}")
+        limits.update(executor_options)
+        base = kwargs.pop("limits", None) or JudgeLimits()
+        return cls(**kwargs, limits=replace(base, **limits))
+
+
+KINDS = {"strict": "execution_reward", "relaxed": "execution_relaxed_reward", "f1": "partial_reward",
+         "psjs": "partial_psjs_reward"}
+
+
+class ExecutionReward:
+    """A TRL reward ``fn(prompts, completions, **kwargs) -> list[float | None]`` judged by
+    ``scoring.Judge`` (module docstring). A picklable callable: what it carries across processes is
+    its options; the judge (executors, pool, gold cache) is made on first use in each process.
+    ``__name__`` is what TRL logs (``options.name`` or the built-in name of the kind)."""
+
+    def __init__(self, options: ExecutionRewardOptions | None = None):
+        self.options = options or ExecutionRewardOptions()
+        self.__name__ = self.__qualname__ = self.options.name or KINDS[self.options.kind]
+        self._judge: Judge | None = None
         self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
         self._warned: set = set()
 
-    def executor(self, world: str) -> SafeExecutor:
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.options!r})"
+
+    def __getstate__(self) -> dict:
+        return {"options": self.options}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["options"])
+
+    @property
+    def judge(self) -> Judge:
         with self._lock:
-            ex = self._executors.get(world)
-            if ex is None:
-                ex = self._executors[world] = SafeExecutor(world, timeout=self.timeout, max_rows=self.max_rows,
-                                                           **self.executor_options)
-            return ex
+            if self._judge is None:
+                self._judge = Judge(self.options.limits)
+            return self._judge
 
-    def pool(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix=f"reward-{self.name}")
-            return self._pool
+    @property
+    def gold_cache(self):
+        return self.judge.gold_cache
 
-    def run_all(self, jobs: list[tuple[str, str]]) -> dict[tuple[str, str], QueryResult]:
-        if not jobs:
-            return {}
-        if len(jobs) == 1:
-            world, query = jobs[0]
-            results = {jobs[0]: self.executor(world).run(query)}
-        else:
-            futures = {job: self.pool().submit(self.executor(job[0]).run, job[1]) for job in jobs}
-            results = {job: f.result() for job, f in futures.items()}
-        if self.retry_timeouts and len(jobs) > 1:
-            # a query that timed out while the batch crowded the server gets one more run on its own,
-            # so contention is not charged to the model; a truly slow query times out again
-            for job, r in results.items():
-                if r.error is not None and r.error.kind == "timeout":
-                    results[job] = self.executor(job[0]).run(job[1])
-        return results
+    def close(self) -> None:
+        if self._judge is not None:
+            self._judge.close()
 
-    def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
-        from benchmark.metrics.ex import is_ordered
+    def _down(self, message: str) -> RewardInfrastructureError:
+        return RewardInfrastructureError(f"{self.__name__}: the database is unavailable ({message}); "
+                                         "not scoring this batch")
 
-        n = len(completions)
+    def _warn_gold(self, key, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s: %s; its rows score None: %s", self.__name__, message, key[1])
+
+    def _columns(self, n: int, kwargs: dict) -> tuple[list[str], list | None, list | None, list | None]:
         worlds = _column(kwargs, "world", n)
-        if worlds is None:
-            if self.default_world is None:
-                raise ValueError(f"{self.name}: needs the dataset column 'world' (or a default world)")
-            worlds = [self.default_world] * n
+        default = self.options.world
+        worlds = [default] * n if worlds is None else [w or default for w in worlds]
+        if any(w is None for w in worlds):
+            raise ValueError(f"{self.__name__}: needs the dataset column 'world' (or a default world)")
         golds = _column(kwargs, "gold_cypher", n)
         gold_columns = _column(kwargs, "gold_columns", n)
         gold_rows = _column(kwargs, "gold_rows", n)
         if gold_rows is None and kwargs.get("gold_rows_json") is not None:
             gold_rows = [None if r is None else json.loads(r) for r in _column(kwargs, "gold_rows_json", n)]
-        if golds is None and (gold_rows is None or gold_columns is None):
-            raise ValueError(f"{self.name}: needs the dataset column 'gold_cypher' (or 'gold_columns' and 'gold_rows')")
-
-        # the gold result of each row: given, cached, or to be run
-        gold_results: list[dict | None] = [None] * n
-        to_run: dict[tuple[str, str], None] = {}
-        for i in range(n):
-            world = worlds[i] or self.default_world
-            if world is None:
-                raise ValueError(f"{self.name}: row {i} has no world")
-            worlds[i] = world
-            if gold_rows is not None and gold_columns is not None and gold_rows[i] is not None \
-                    and gold_columns[i] is not None:
-                gold_results[i] = {"columns": list(gold_columns[i]), "rows": list(gold_rows[i]), "truncated": False}
-                continue
-            if golds is None or golds[i] is None:
-                raise ValueError(f"{self.name}: row {i} has neither a gold result nor a gold query")
-            key = (world, golds[i])
-            cached = self.gold_cache.get(key)
-            if cached is not None:
-                gold_results[i] = cached
-            else:
-                to_run[key] = None
-        queries = [extract_query(completion_text(c), self.extract) for c in completions]
-        for i, query in enumerate(queries):
-            if query is not None:
-                to_run[(worlds[i], query)] = None
-        results = self.run_all(list(to_run))
-
-        down = [r.error for r in results.values() if r.error is not None and r.error.kind == "unavailable"]
-        if down:
-            raise RewardInfrastructureError(
-                f"{self.name}: the database is unavailable ({down[0].message}); not scoring this batch")
-
-        scores: list[float | None] = []
-        for i in range(n):
-            gold = gold_results[i]
-            if gold is None:
-                key = (worlds[i], golds[i])
-                r = results[key]
-                if r.error is not None:
-                    if key not in self._warned:
-                        self._warned.add(key)
-                        log.warning("%s: the gold query fails on %s (%s: %s); its rows score None: %s",
-                                    self.name, worlds[i], r.error.kind, r.error.message, golds[i])
-                    scores.append(None)
-                    continue
-                gold = {"columns": r.columns, "rows": r.rows, "truncated": r.truncated}
-                self.gold_cache.put(key, gold)
-            gold["ordered"] = gold.get("ordered", is_ordered(golds[i]) if golds is not None and golds[i] else False)
-            if queries[i] is None:
-                scores.append(self.failure_score)
-                continue
-            pred = results[(worlds[i], queries[i])]
-            if pred.error is not None:
-                scores.append(self.failure_score)
-                continue
-            scores.append(float(self.score(gold, pred, gold["ordered"])))
-        return scores
-
-    def close(self) -> None:
-        with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
-                self._pool = None
-
-
-def _reward_function(scorer: _Scorer, doc: str) -> Callable:
-    """A plain reward function (named ``scorer.name``, as TRL logs it) over ``scorer``, which it carries
-    as ``.scorer`` and ``.gold_cache``."""
-
-    def reward(prompts, completions, **kwargs) -> list[float | None]:
-        return scorer(prompts, completions, **kwargs)
-
-    reward.__name__ = reward.__qualname__ = scorer.name
-    reward.__doc__ = doc
-    reward.scorer = scorer  # type: ignore[attr-defined]
-    reward.gold_cache = scorer.gold_cache  # type: ignore[attr-defined]
-    return reward
-
-
-def make_execution_reward(mode: str = "strict", *, exec_credit: float = 0.0, failure_score: float = 0.0,
-                          timeout: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
-                          max_workers: int = DEFAULT_MAX_WORKERS, gold_cache_size: int = DEFAULT_GOLD_CACHE,
-                          extract: str = "answer", world: str | None = None, allow_extra_columns: bool = True,
-                          executor_options: dict | None = None, retry_timeouts: bool = True,
-                          name: str | None = None) -> Callable:
-    """An EX reward: ``mode`` ``"strict"`` (the paper's EX) or ``"relaxed"`` (column names ignored,
-    extra columns allowed unless ``allow_extra_columns=False``, float tolerance). Scores: 1.0 match,
-    ``exec_credit`` ran but differs, ``failure_score`` no query / failed. ``executor_options`` go to
-    ``SafeExecutor`` (e.g. ``retries``). See the module docstring for the rest."""
-    if mode not in ("strict", "relaxed"):
-        raise ValueError(f"execution reward mode must be 'strict' or 'relaxed', got {mode!r}")
-    from benchmark.metrics.ex import ex_strict
-    from benchmark.metrics.ex_relaxed import ex_relaxed
-
-    def score(gold: dict, pred: QueryResult, ordered: bool) -> float:
-        if mode == "strict":
-            hit = ex_strict(gold["columns"], gold["rows"], pred.columns, pred.rows, ordered=ordered)
-        else:
-            hit = ex_relaxed(gold["columns"], gold["rows"], pred.columns, pred.rows, ordered=ordered,
-                             allow_extra_columns=allow_extra_columns)
-        if hit and pred.truncated and not gold.get("truncated"):
-            hit = 0
-        return 1.0 if hit else exec_credit
-
-    fname = name or ("execution_reward" if mode == "strict" else "execution_relaxed_reward")
-    scorer = _Scorer(fname, score, timeout=timeout, max_rows=max_rows, max_workers=max_workers,
-                     gold_cache_size=gold_cache_size, failure_score=failure_score, extract=extract, world=world,
-                     executor_options=executor_options, retry_timeouts=retry_timeouts)
-    return _reward_function(scorer, f"EX ({mode}) of the <answer> query against the gold result, on the real Neo4j.")
-
-
-class _PSJSScorer(_Scorer):
-    """PSJS partial credit: the Jaccard similarity of the provenance subgraphs (``benchmark.metrics.psjs``);
-    gold provenances cached per (world, gold query), each distinct query's provenance computed once."""
+        return worlds, golds, gold_columns, gold_rows
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
-        from benchmark.metrics.psjs import InfrastructureError, jaccard, provenance
-
+        o = self.options
         n = len(completions)
-        worlds = _column(kwargs, "world", n) or [self.default_world] * n
-        golds = _column(kwargs, "gold_cypher", n)
-        if golds is None:
-            raise ValueError(f"{self.name}: needs the dataset column 'gold_cypher'")
-        worlds = [w or self.default_world for w in worlds]
-        if any(w is None for w in worlds):
-            raise ValueError(f"{self.name}: needs the dataset column 'world' (or a default world)")
-        queries = [extract_query(completion_text(c), self.extract) for c in completions]
-        gold_prov: dict[tuple[str, str], Any] = {}
-        jobs: dict[tuple[str, str], None] = {}
-        for world, gold in zip(worlds, golds):
-            if gold is None:
-                raise ValueError(f"{self.name}: a row has no gold query")
-            cached = self.gold_cache.get((world, gold))
-            if cached is not None:
-                gold_prov[(world, gold)] = cached
-            else:
-                jobs[(world, gold)] = None
-        for world, query in zip(worlds, queries):
-            if query is not None:
-                jobs[(world, query)] = None
-
-        def run(job):
-            return provenance(job[0], job[1], timeout=self.timeout)
-
-        try:
-            if len(jobs) <= 1:
-                done = {job: run(job) for job in jobs}
-            else:
-                futures = {job: self.pool().submit(run, job) for job in jobs}
-                done = {job: f.result() for job, f in futures.items()}
-        except InfrastructureError as exc:
-            raise RewardInfrastructureError(f"{self.name}: the database is unavailable ({exc}); "
-                                            "not scoring this batch") from None
+        worlds, golds, gold_columns, gold_rows = self._columns(n, kwargs)
+        queries = [extract_query(completion_text(c), o.extract) for c in completions]
+        if o.kind == "psjs":
+            return self._psjs(worlds, golds, queries)
+        if golds is None and (gold_rows is None or gold_columns is None):
+            raise ValueError(f"{self.__name__}: needs the dataset column 'gold_cypher' "
+                             "(or 'gold_columns' and 'gold_rows')")
+        pairs = []
+        for i in range(n):
+            stored = gold_rows is not None and gold_columns is not None and gold_rows[i] is not None \
+                and gold_columns[i] is not None
+            gold = golds[i] if golds is not None else None
+            if not stored and gold is None:
+                raise ValueError(f"{self.__name__}: row {i} has neither a gold result nor a gold query")
+            pairs.append(Pair(worlds[i], gold, queries[i], gold_columns[i] if stored else None,
+                              gold_rows[i] if stored else None))
+        verdicts = self.judge.judge_batch(pairs)
+        down = next((v.infra_error for v in verdicts if v.infra_error is not None), None)
+        if down is not None:
+            raise self._down(down)
         scores: list[float | None] = []
-        for world, gold, query in zip(worlds, golds, queries):
-            key = (world, gold)
-            if key not in gold_prov:
-                gold_prov[key] = done[key]
-                if done[key].ids is not None:
-                    self.gold_cache.put(key, done[key])
-            g = gold_prov[key]
-            if g.ids is None:
-                if key not in self._warned:
-                    self._warned.add(key)
-                    log.warning("%s: no provenance for the gold query on %s (%s): %s", self.name, world, g.reason, gold)
+        for p, v in zip(pairs, verdicts):
+            if v.gold_error is not None:
+                self._warn_gold((p.world, p.gold), v.gold_error)
                 scores.append(None)
-                continue
-            p = done.get((world, query)) if query is not None else None
-            scores.append(self.failure_score if p is None or p.ids is None else jaccard(g.ids, p.ids))
+            elif not v.ran:
+                scores.append(o.failure_score)
+            else:
+                scores.append(self._score(v))
+        return scores
+
+    def _score(self, v: Verdict) -> float:
+        o = self.options
+        if o.kind == "f1":
+            return row_f1(v.gold.columns, v.gold.rows, v.pred.columns, v.pred.rows,
+                          pred_row_count=len(v.pred.rows) + 1 if v.pred.truncated else None)
+        if o.kind == "strict":
+            hit = v.ex
+        elif o.allow_extra_columns or v.same_text:
+            hit = v.ex_relaxed
+        else:
+            hit = compare(v.gold, v.pred, ordered=v.ordered, relaxed=True, allow_extra_columns=False)
+        return 1.0 if hit else o.exec_credit
+
+    def _psjs(self, worlds: list[str], golds: list | None, queries: list[str | None]) -> list[float | None]:
+        if golds is None or any(g is None for g in golds):
+            raise ValueError(f"{self.__name__}: needs the dataset column 'gold_cypher' (a gold query per row)")
+        try:
+            results = self.judge.psjs_batch(list(zip(worlds, golds, queries)))
+        except InfrastructureError as exc:
+            raise self._down(str(exc)) from None
+        scores: list[float | None] = []
+        for world, gold, res in zip(worlds, golds, results):
+            if res.gold_size is None:
+                self._warn_gold((world, gold), f"no provenance for the gold query on {world} ({res.reason})")
+                scores.append(None)
+            else:
+                scores.append(self.options.failure_score if res.pred_size is None else res.score)
         return scores
 
 
-def make_partial_reward(metric: str = "f1", *, failure_score: float = 0.0, timeout: float = DEFAULT_TIMEOUT_S,
-                        max_rows: int = DEFAULT_MAX_ROWS, max_workers: int = DEFAULT_MAX_WORKERS,
-                        gold_cache_size: int = DEFAULT_GOLD_CACHE, extract: str = "answer",
-                        world: str | None = None, executor_options: dict | None = None,
-                        retry_timeouts: bool = True, name: str | None = None) -> Callable:
+def make_execution_reward(mode: str = "strict", **kwargs: Any) -> ExecutionReward:
+    """An EX reward: ``mode`` ``"strict"`` (the paper's EX) or ``"relaxed"`` (column names ignored,
+    extra columns allowed unless ``allow_extra_columns=False``, float tolerance). Scores: 1.0 match,
+    ``exec_credit`` ran but differs, ``failure_score`` no query / failed. Keyword arguments: the fields
+    of ``ExecutionRewardOptions`` and the judge limits (``ExecutionRewardOptions.from_kwargs``); or build
+    ``ExecutionReward(ExecutionRewardOptions(...))`` directly."""
+    if mode not in ("strict", "relaxed"):
+        raise ValueError(f"execution reward mode must be 'strict' or 'relaxed', got {mode!r}")
+    return ExecutionReward(ExecutionRewardOptions.from_kwargs(kind=mode, **kwargs))
+
+
+def make_partial_reward(metric: str = "f1", **kwargs: Any) -> ExecutionReward:
     """Partial credit in [0, 1]: ``metric="f1"``, row-level F1 of the ``<answer>`` query's result
     against the gold's (``row_f1``); ``metric="psjs"``, the provenance subgraph Jaccard similarity
     (``benchmark.metrics.psjs``: the graph elements the two queries' patterns bind). A failed or
-    missing query scores ``failure_score``; an unreachable database raises."""
+    missing query scores ``failure_score``; an unreachable database raises. Options as for
+    ``make_execution_reward``."""
     if metric not in ("f1", "psjs"):
         raise ValueError(f"partial reward metric must be 'f1' or 'psjs', got {metric!r}")
-    name = name or ("partial_reward" if metric == "f1" else "partial_psjs_reward")
-
-    def score(gold: dict, pred: QueryResult, ordered: bool) -> float:
-        return row_f1(gold["columns"], gold["rows"], pred.columns, pred.rows,
-                      pred_row_count=len(pred.rows) + 1 if pred.truncated else None)
-
-    cls = _Scorer if metric == "f1" else _PSJSScorer
-    scorer = cls(name, score, timeout=timeout, max_rows=max_rows, max_workers=max_workers,
-                 gold_cache_size=gold_cache_size, failure_score=failure_score, extract=extract, world=world,
-                 executor_options=executor_options, retry_timeouts=retry_timeouts)
-    return _reward_function(scorer, f"Partial credit ({metric}) in [0, 1] of the <answer> query against the gold.")
+    return ExecutionReward(ExecutionRewardOptions.from_kwargs(kind=metric, **kwargs))
 
 
 execution_reward = make_execution_reward("strict")

@@ -20,7 +20,8 @@ and the installed entry points.
 Weighted specs (``parse_reward_specs``), for configs and command lines: ``"NAME"`` or ``"NAME:WEIGHT"``
 (``"format:1"``, ``"execution:2"``, ``"mypkg.mod:fn:0.5"``: the last ``:``-field is the weight when it
 is a number), or a mapping ``{name: ..., weight: ..., options: {...}}``, where ``options`` configure a
-built-in through its factory (e.g. ``{name: execution, options: {exec_credit: 0.1, timeout: 3}}``).
+built-in through its factory (e.g. ``{name: execution, options: {exec_credit: 0.1, timeout: 3}}``; for
+the execution rewards the keys are those of ``rewards.execution.ExecutionRewardOptions.from_kwargs``).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def resolve(spec: str | Callable, *, options: dict | None = None) -> Callable:
             factory = getattr(importlib.import_module(module), attr)
             try:
                 return check_signature(factory(**fixed, **options), spec)
-            except TypeError as exc:
+            except (TypeError, ValueError) as exc:
                 raise RewardSpecError(f"built-in reward {spec!r}: bad options {options!r} ({exc})") from None
         module, attr = BUILTINS[spec]
         return check_signature(getattr(importlib.import_module(module), attr), spec)

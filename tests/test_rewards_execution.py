@@ -92,13 +92,13 @@ def test_timeout_is_a_model_failure():
     assert time.perf_counter() - t0 < 12  # the parallel pass and the timed-out query's one retry alone
     calls = []
     no_retry = make_execution_reward(timeout=1.0, retry_timeouts=False)
-    original = no_retry.scorer.executor
+    original = no_retry.judge.executor
 
-    def counting(world):
+    def counting(world, **kw):
         calls.append(world)
-        return original(world)
+        return original(world, **kw)
 
-    no_retry.scorer.executor = counting
+    no_retry.judge.executor = counting
     assert no_retry(None, [f"<answer>{TIMEOUT_QUERY}</answer>", CASES[4][0]], **kwargs_for(2)) == [0.0, 0.0]
     assert len(calls) == 3  # gold + two predictions, no second run
 
@@ -109,9 +109,10 @@ def test_gold_results_given_in_the_dataset_are_used_as_they_are():
     kw = {**kwargs_for(2), "gold_columns": [gold.columns] * 2, "gold_rows": [gold.rows] * 2}
     assert fn(None, [CASES[0][0], CASES[4][0]], **kw) == [1.0, 0.0]
     assert len(fn.gold_cache) == 0  # never ran the gold
-    # a deliberately different stored result wins over the query
+    # a deliberately different stored result wins over the query (a prediction with the gold's very
+    # text is the gold, whose result is the stored one: not run, scored 1)
     kw["gold_rows"] = [[["Nowhere"]]] * 2
-    assert fn(None, [CASES[0][0], CASES[4][0]], **kw) == [0.0, 0.0]
+    assert fn(None, [CASES[1][0], CASES[0][0]], **kw) == [0.0, 1.0]
     # the Hugging Face export's JSON form
     import json
 
@@ -126,13 +127,13 @@ def test_gold_results_given_in_the_dataset_are_used_as_they_are():
 def test_gold_cache_and_one_run_per_distinct_query():
     fn = make_execution_reward()
     jobs: list[list] = []
-    original = fn.scorer.run_all
+    original = fn.judge.run_queries
 
     def spy(batch):
         jobs.append(list(batch))
         return original(batch)
 
-    fn.scorer.run_all = spy
+    fn.judge.run_queries = spy
     batch = [CASES[0][0]] * 5 + [CASES[4][0]] * 3
     assert fn(None, batch, **kwargs_for(8)) == [1.0] * 5 + [0.0] * 3
     assert len(jobs[0]) == 2  # the gold text equals the first prediction: 2 distinct queries in all
