@@ -12,9 +12,11 @@ or a ``QueryError`` with one of these kinds:
 - ``runtime``     Neo4j raised an error while running it (type errors, division by zero, …);
 - ``unavailable`` the database could not be reached after retries: infrastructure, not the model.
 
-Read-only by three independent guards: a lexical deny list (``graphs.cypher_guard``), the query
-type reported by ``EXPLAIN`` must be ``r``, and the query runs in a READ-mode transaction that is
-always rolled back. Rows are capped by fetching at most ``max_rows + 1`` records (the query text is
+Read-only by independent guards: a lexical deny list (``graphs.cypher_guard``, which lexes as Neo4j
+does); the ``EXPLAIN`` plan, which must report query type ``r`` and hold only operators on
+``READ_OPERATORS`` (no Show*/Terminate*/LoadCSV operators, procedure calls only to the schema
+allow-list), a check that does not depend on the lexer; and a READ-mode transaction that is always
+rolled back. The plan verdict is cached per query text. Rows are capped by fetching at most ``max_rows + 1`` records (the query text is
 never rewritten) and ``truncated`` says whether more existed. Values are normalized by
 ``graphs.values.normalize``. Only infrastructure failures (connection refused or dropped, transient
 server errors) are retried, with exponential backoff.
@@ -35,7 +37,7 @@ from neo4j.exceptions import (ClientError, DatabaseError, DriverError, Neo4jErro
                               SessionExpired, TransientError)
 
 from graphs import connections
-from graphs.cypher_guard import GuardRefusal, check_read_only
+from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
 from graphs.lru import LRUCache
 from graphs.spec import get_spec
 from graphs.values import normalize
@@ -91,6 +93,43 @@ def _approx_size(value: Any) -> int:
     if isinstance(value, dict):
         return 2 + sum(len(k) + 4 + _approx_size(v) for k, v in value.items())
     return 8
+
+
+# Plan operators a read may use (base names: "@database" and "(All)"-style modes stripped). Scans and
+# seeks are matched by _READ_SCAN; anything else (ShowTransactions, TerminateTransactions, LoadCSV,
+# writes, TransactionApply, …) is refused, and ProcedureCall only for ALLOWED_PROCEDURES.
+READ_OPERATORS = frozenset("""
+    Anti AntiConditionalApply AntiSemiApply Apply Argument ArgumentTracker AssertSameNode AssertSameRelationship
+    BidirectionalRepeat CacheProperties CartesianProduct ConditionalApply Distinct Eager EagerAggregation
+    EmptyResult ExhaustiveLimit Expand Filter Input LetAntiSemiApply LetSelectOrAntiSemiApply
+    LetSelectOrSemiApply LetSemiApply Limit NodeCountFromCountStore NodeHashJoin NodeLeftOuterHashJoin
+    NodeRightOuterHashJoin NullifyMetadata Optional OptionalExpand OrderedAggregation OrderedDistinct
+    OrderedUnion PartialSort PartialTop PartitionedUnwind PathPropagatingBFS PreserveOrder ProduceResults
+    ProjectEndpoints Projection RelationshipCountFromCountStore Repeat RollUpApply SelectOrAntiSemiApply
+    SelectOrSemiApply SemiApply ShortestPath Skip Sort StatefulShortestPath Top TriadicBuild TriadicFilter
+    TriadicSelection Union Unwind ValueHashJoin VarLengthExpand BFSPruningVarLengthExpand ProcedureCall
+""".split())
+_READ_SCAN = re.compile(r"^(?:Partitioned)?(?:Directed|Undirected)?(?:Asserting)?\w*(?:Scan|Seek|SeekByRange)$")
+_ALLOWED_PROCS = frozenset(p.lower() for p in ALLOWED_PROCEDURES)
+
+
+def plan_refusal(plan: dict | None) -> str | None:
+    """Why an EXPLAIN plan is not a plain read (an operator off the allow-list), or None."""
+    stack = [plan] if plan else []
+    while stack:
+        op = stack.pop()
+        stack.extend(op.get("children") or [])
+        name = str(op.get("operatorType", "")).split("@")[0]
+        base = name.split("(")[0]
+        if base.startswith(("Show", "Terminate")) or (base not in READ_OPERATORS and not _READ_SCAN.match(base)):
+            return f"the query plan uses operator {name}, which is not allowed for a read-only query"
+        if base == "ProcedureCall":
+            details = str((op.get("args") or {}).get("Details", ""))
+            proc = details.split("(")[0].strip()
+            if proc.lower() not in _ALLOWED_PROCS:
+                return (f"procedure {proc or '?'} is not allowed; allowed procedures: "
+                        f"{', '.join(ALLOWED_PROCEDURES)}")
+    return None
 
 
 _EXPLAIN = "EXPLAIN "
@@ -160,7 +199,7 @@ def _with_deadline(fn, seconds: float):
 class SafeExecutor:
     """Runs read-only Cypher on one world with timeouts, caps and retries (see module docstring)."""
 
-    _query_types: LRUCache[str] = LRUCache(20_000)  # (uri, database, query) -> EXPLAIN query type
+    _verdicts: LRUCache[str] = LRUCache(20_000)  # (uri, database, query) -> "" (a read) or why it is not
 
     def __init__(self, world: str, *, timeout: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
                  max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
@@ -207,16 +246,23 @@ class SafeExecutor:
             check_read_only(text)
         except GuardRefusal as exc:
             raise _Failure("refused", str(exc)) from None
+        except InvalidEscape as exc:
+            raise _Failure("syntax", str(exc)) from None
         return text
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _query_type(self, tx, target, query: str, params: dict) -> str:
+    def _plan_verdict(self, tx, target, query: str, params: dict) -> str:
+        """"" when EXPLAIN shows a plain read (query type r, allowed operators only), else the reason."""
         key = (target.uri, target.database, query)
-        qtype = self._query_types.get(key)
-        if qtype is None:
-            qtype = tx.run("EXPLAIN " + query, params).consume().query_type
-            self._query_types.put(key, qtype)
-        return qtype
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            summary = tx.run("EXPLAIN " + query, params).consume()
+            verdict = plan_refusal(summary.plan) or ""
+            if not verdict and summary.query_type != "r":
+                verdict = (f"the query is not read-only (Neo4j reports query type {summary.query_type!r}); "
+                           "only reads are allowed")
+            self._verdicts.put(key, verdict)
+        return verdict
 
     def _attempt(self, query: str, params: dict, timeout: float, max_rows: int) -> QueryResult:
         target = self.target
@@ -229,15 +275,14 @@ class SafeExecutor:
                 tx = session.begin_transaction(timeout=timeout)
                 try:
                     try:
-                        qtype = self._query_type(tx, target, query, params)
+                        verdict = self._plan_verdict(tx, target, query, params)
                     except Neo4jError as exc:
                         failure = _classify(exc, timeout)
                         if failure.kind == "syntax":
                             failure.message = _unprefixed(failure.message)
                         raise failure from None
-                    if qtype != "r":
-                        raise _Failure("refused", f"the query is not read-only (Neo4j reports query type "
-                                                  f"{qtype!r}); only reads are allowed")
+                    if verdict:
+                        raise _Failure("refused", verdict)
                     result = tx.run(query, params)
                     streaming = True
                     columns = list(result.keys())

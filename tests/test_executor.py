@@ -110,14 +110,14 @@ def test_adversarial_queries_get_bounded_errors_of_the_right_kind_and_change_not
 def test_each_guard_refuses_a_write_on_its_own(monkeypatch):
     from graphs import executor as executor_module
 
-    # Guard 2 alone: with the lexical deny list switched off, EXPLAIN's query type refuses the write.
+    # Guard 2 alone: with the lexical deny list switched off, the EXPLAIN plan (operator Create) refuses it.
     monkeypatch.setattr(executor_module, "check_read_only", lambda q: None)
     ex = SafeExecutor(WORLD)
     r = ex.run("CREATE (n:Intruder) RETURN n")
-    assert r.error is not None and r.error.kind == "refused" and "query type" in r.error.message
-    # Guard 3 alone: also tell the query-type cache the write is a read; the READ transaction refuses it.
+    assert r.error is not None and r.error.kind == "refused" and "operator Create" in r.error.message
+    # Guard 3 alone: also tell the plan-verdict cache the write is a read; the READ transaction refuses it.
     query = "CREATE (n:Intruder {guard: 3}) RETURN n"
-    SafeExecutor._query_types.put((ex.target.uri, ex.target.database, query), "r")
+    SafeExecutor._verdicts.put((ex.target.uri, ex.target.database, query), "")
     r = ex.run(query)
     assert r.error is not None and r.error.kind == "refused", r.error
     monkeypatch.undo()
