@@ -40,8 +40,13 @@ _PROBE = re.compile(
     r"\b(schemas?|labels?|relationships?|relations?|rel(?:ationship)?[ -]?types?|propert(?:y|ies)|"
     r"attributes?|fields?|columns?|tables?|keys?|nodes?|edges?|cypher|quer(?:y|ies)|database|db|"
     r"data ?model|data ?structure|graph|neo4j|identifiers?|data ?types?|indexe?s?|constraints?|"
-    r"match|return|where clause|stored|spelled|spelling|exact (?:name|value|string)|case[- ]sensitive)\b",
+    r"(?:match|return|where|with|order by) clauses?|stored|spelled|spelling|exact (?:name|value|string)|"
+    r"case[- ]sensitive)\b",
     re.I)
+# Cypher written as code: clause keywords in capitals (unless the whole question is shouted) or a
+# pattern such as (p:Province) or -[:GOVERNS]->. "Which ones do you want me to return?" is plain English.
+_CODE_KEYWORD = re.compile(r"\b(?:MATCH|RETURN|WHERE|OPTIONAL MATCH|UNWIND|ORDER BY|DISTINCT|COUNT\()")
+_CODE_PATTERN = re.compile(r"\(\s*\w*\s*:\s*`?\w+|-\s*\[|\]\s*-|<-|->")
 _CLARIFY = re.compile(
     r"\b(do|did) you mean\b|\bwhich (one|ones|measure|metric|criterion|criteria|way|aspect|kind)\b|"
     r"\bwhat do you mean\b|\bmean by\b|\bclarify\b|\bspecify\b|\bby what\b|\bin terms of\b|"
@@ -136,7 +141,9 @@ class UserSimulator:
         return bool(self._terms and self._terms.search(text))
 
     def classify(self, question: str, turn: Turn) -> str:
-        if _PROBE.search(question) or (self._identifiers and self._identifiers.search(question)):
+        if (_PROBE.search(question) or _CODE_PATTERN.search(question)
+                or (_CODE_KEYWORD.search(question) and not question.isupper())
+                or (self._identifiers and self._identifiers.search(question))):
             return "reject"
         if turn.ambiguity_info and _CLARIFY.search(question):
             return "disambiguate"

@@ -41,6 +41,25 @@ CLARIFY = ["Which one do you mean?", "Do you mean by population or by tax rate?"
            "By what criterion?", "What exactly should I average?"]
 
 
+# Plain-English questions that use "return" or "match" as ordinary words: never schema probes.
+LEGITIMATE = ["Which ones do you want me to return?", "Should I return all of them or just the top one?",
+              "Do the names have to match exactly what you said?", "Do you want me to return their cities too?",
+              "Which of them match what you had in mind?", "WHICH ONES DO YOU WANT ME TO RETURN?"]
+CODE_PROBES = ["Should I use MATCH (p:Province) for that?", "Is it (e:Emperor)-[:GOVERNS]->(p)?",
+               "Do I RETURN p.name?", "What goes in the return clause?", "Can I add a WHERE on the climate?"]
+
+
+def test_plain_english_return_and_match_are_not_probes_but_code_is():
+    sim = UserSimulator(TERMS)
+    for q in LEGITIMATE:
+        assert sim.classify(q, _turn(ambiguous=False)) == "general", q
+        assert sim.classify(q, _turn(ambiguous=True)) != "reject", q
+    reply = sim.reply(LEGITIMATE[0], _turn(ambiguous=True), "student", 1)
+    assert (reply.intent, reply.reply) == ("disambiguate", "I mean the one with the highest population.")
+    for q in CODE_PROBES:
+        assert sim.classify(q, _turn(ambiguous=True)) == "reject", q
+
+
 def _turn(ambiguous: bool) -> Turn:
     info = {"utterance": "Take the top one of those and list its cities.",
             "clarification": "I mean the one with the highest population."} if ambiguous else None
