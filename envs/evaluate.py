@@ -30,11 +30,14 @@ from envs.records import append_records, read_records
 
 
 class LLMAgent:
-    """Chat context per turn: [system, turn prompt, response, observation, ...]; a new turn starts fresh."""
+    """Chat context per turn: [system, turn prompt, response, observation, ...]; a new turn starts fresh.
+    With ``tool_results`` (the ``tools`` chat format) the observations after the turn prompt are ``tool``
+    messages, as ``GRPOTrainer(environment_factory=…)`` shows tool results in training."""
 
-    def __init__(self, backend, settings: GenerationSettings):
+    def __init__(self, backend, settings: GenerationSettings, *, tool_results: bool = False):
         self.backend = backend
         self.settings = settings
+        self.tool_results = tool_results
         self.system = ""
         self.messages: list[dict[str, str]] = []
         self.model_seconds = 0.0  # time waiting for the backend (incl. queueing behind other sessions)
@@ -44,7 +47,8 @@ class LLMAgent:
             self.system = info["system_prompt"]
         if info.get("new_turn"):
             self.messages = [{"role": "system", "content": self.system}]
-        self.messages.append({"role": "user", "content": observation})
+        role = "tool" if self.tool_results and len(self.messages) > 1 else "user"
+        self.messages.append({"role": role, "content": observation})
         t0 = time.perf_counter()
         try:
             text = self.backend.generate(self.messages, self.settings)
@@ -132,6 +136,14 @@ def run(args) -> dict:
                                                                api_key=_api_key(args), device=args.device,
                                                                batch_size=args.batch_size, api_retries=args.api_retries,
                                                                prefix_cache=not args.no_prefix_cache)
+    chat_format = resolve_chat_format(args.model, args.chat_format)
+    if backend is not None and chat_format == "tools":
+        if not hasattr(backend, "tools"):
+            raise ValueError(f"--chat-format tools needs the hf or vllm backend, not {args.backend}")
+        from envs.trl_adapter import tool_schemas
+
+        backend.tools = tool_schemas()
+    meta["chat_format"] = None if backend is None else chat_format
     if backend is not None:  # what the backend resolved (device, batch size) rather than the flags' defaults
         meta.update(device=getattr(backend, "device", None), batch_size=getattr(backend, "batch_size", None),
                     prefix_cache=getattr(backend, "prefix_cache", None) is not None)
@@ -148,7 +160,8 @@ def run(args) -> dict:
         if not hasattr(local, "env"):
             local.env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget,
                                       variant=args.variant, user_simulator_backend=sim_backend)
-            local.agent = OracleAgent(sessions, args.protocol) if backend is None else LLMAgent(backend, settings)
+            local.agent = OracleAgent(sessions, args.protocol) if backend is None else LLMAgent(backend, settings,
+                                                                                        tool_results=chat_format == "tools")
             with lock:
                 envs.append(local.env)
                 agents.append(local.agent)
@@ -206,6 +219,21 @@ def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_p
     path.write_text(json.dumps(timing, indent=1) + "\n")
 
 
+def resolve_chat_format(model: str, requested: str = "auto") -> str:
+    """``text`` (observations as user messages, no tool declarations: the papers' protocol) or ``tools``
+    (the tool schemas declared through the chat template and observations as tool messages: how
+    ``training/`` trains). ``auto``: what a checkpoint's ``cypherturn.json`` says, else ``text``."""
+    if requested != "auto":
+        return requested
+    marker = Path(model) / "cypherturn.json"
+    if marker.is_file():
+        try:
+            return json.loads(marker.read_text()).get("chat_format", "text")
+        except ValueError:
+            raise ValueError(f"{marker} is not valid JSON") from None
+    return "text"
+
+
 def _default_max_new_tokens(model: str) -> int:
     # SmolLM2-135M rarely stops by itself and decodes ~19 tokens/s on 2 CPU cores: it is a smoke test.
     return 64 if model == "smollm2-135m" else 512
@@ -251,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="most chats generated together: hf 8 on a GPU, 1 on CPU; vllm 256 per engine call")
     p.add_argument("--no-prefix-cache", action="store_true",
                    help="hf backend: prefill every prompt whole instead of reusing the KV cache of a shared prefix")
+    p.add_argument("--chat-format", choices=["auto", "text", "tools"], default="auto",
+                   help="how the chat is rendered: text (the papers' protocol), tools (tool schemas declared, "
+                        "observations as tool messages, as training/ trains); auto: the checkpoint's cypherturn.json")
     p.add_argument("--user-sim", default="rule", help="'rule' or 'openai:BASE_URL:MODEL'")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for --backend openai")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")

@@ -66,6 +66,7 @@ Typical use::
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -178,6 +179,21 @@ class CypherTurnToolEnv:
         """The EX (1.0 or 0.0) of the row's turn (called by the trainer, never a tool)."""
         return self._score()
 
+    def _answer_text(self, text: str) -> None:
+        """The rollout's final text (the completion's last assistant message, which has no tool call) is
+        what the evaluator would send the environment next: when the turn is still open and the text
+        parses as an action (e.g. the GRPO paper's ``<answer>`` format, a SUBMIT_ANSWER), it is played."""
+        from envs.actions import ParseError, parse_action
+
+        if self._env is None or self._turn_index is None or self._over or not text or not text.strip():
+            return
+        if isinstance(parse_action(text), ParseError):
+            return
+        observation, reward, _, _, info = self._env.step(text)
+        if "record" in info:
+            self._over = True
+            self._ex = None if info["record"].get("ex") is None else float(reward)
+
     def _score(self) -> float:
         if self._env is None or self._turn_index is None:
             raise RuntimeError("get_reward() before reset()")
@@ -285,6 +301,21 @@ def _merge_prompt(prompt: Any, observation: str) -> str | None:
 
 
 # -- factories, rows, reward ------------------------------------------------------------------------
+def env_tools(env: CypherTurnToolEnv) -> list:
+    """The environment's tools exactly as ``GRPOTrainer`` collects them (public bound methods other than
+    ``reset`` and ``get_reward``)."""
+    return [m for name, m in inspect.getmembers(env, predicate=inspect.ismethod)
+            if name not in ("reset", "get_reward") and not name.startswith("_")]
+
+
+def tool_schemas(env: CypherTurnToolEnv | None = None) -> list[dict]:
+    """The JSON schemas of the five tools as the chat template declares them (``get_json_schema``, as
+    TRL renders ``environment_factory`` tools); the evaluator's ``tools`` chat format uses the same."""
+    from transformers.utils import get_json_schema
+
+    return [get_json_schema(m) for m in env_tools(env or CypherTurnToolEnv(sessions=[]))]
+
+
 def make_env_factory(dataset: str | Path | None = None, *, sessions: list[Session] | None = None,
                      **kwargs: Any) -> Callable[[], CypherTurnToolEnv]:
     """A zero-argument factory for ``GRPOTrainer(environment_factory=…)``; the sessions are loaded
@@ -336,9 +367,16 @@ def training_dataset(sessions: Iterable[Session], protocol: str = "guided", **kw
 
 def env_reward(prompts=None, completions=None, environments=None, **kwargs) -> list[float]:
     """TRL reward function: the EX of each rollout's turn, read from its environment (TRL 1.13 passes
-    the rollouts' environment instances as ``environments=``). Use it in ``reward_funcs`` with
+    the rollouts' environment instances as ``environments=``). A completion whose final message answers
+    in text (``<answer>…</answer>``, ``SUBMIT_ANSWER …``) instead of calling ``submit_answer`` is played
+    as that action first, as the evaluator would. Use it in ``reward_funcs`` with
     ``CypherTurnToolEnv(expose_reward=False)``; with the default ``expose_reward=True`` the trainer
     already adds ``get_reward`` as a reward of weight 1, and this function would count it twice."""
     if environments is None:
         raise ValueError("env_reward needs GRPOTrainer(environment_factory=...): no environments were passed")
+    if completions is not None:
+        from rewards.completions import completion_text
+
+        for env, completion in zip(environments, completions):
+            env._answer_text(completion_text(completion))
     return [e._score() for e in environments]

@@ -1,4 +1,11 @@
-"""Training data in the tool-calling format of ``envs.trl_adapter`` (DESIGN §10).
+"""Training data (DESIGN §10): SFT conversations and GRPO rows built from training-world sessions.
+
+- Tool-calling format (``guided_tools``, ``agentic_tools``): the oracle plays each turn through the TRL
+  adapter, calling the environment's tools as GRPO's ``environment_factory`` exposes them.
+- The GRPO paper's single-turn format (``paper``): the guided turn prompt (schema, conversation so far,
+  question) answered with ``<reasoning><key_value>…</key_value><relationship>…</relationship></reasoning>
+  <answer>CYPHER</answer>``, key-values and triples taken from the generator, not parsed from text. The
+  environment's grammar reads that response as a SUBMIT_ANSWER, so such a model is scored as is.
 
 ``oracle_tool_conversation`` plays one training row with the oracle through the TRL adapter itself,
 so every tool result in the conversation is the real one from Neo4j; the conversation is in the
@@ -12,26 +19,13 @@ INSPECT_SCHEMA then SUBMIT_ANSWER.
 
 from __future__ import annotations
 
-import inspect
+import json
 from typing import Any, Iterable
 
 from benchmark.session import Session
-from envs.trl_adapter import CypherTurnToolEnv, make_training_rows
+from envs.trl_adapter import CypherTurnToolEnv, env_tools, make_training_rows, tool_schemas  # noqa: F401 (re-exported)
 
 FINAL_MESSAGE = "I have submitted my answer."
-
-
-def env_tools(env: CypherTurnToolEnv) -> list:
-    """The environment's tools exactly as ``GRPOTrainer`` collects them (public bound methods other than
-    ``reset`` and ``get_reward``), to render SFT conversations with the same tool schemas."""
-    return [m for name, m in inspect.getmembers(env, predicate=inspect.ismethod)
-            if name not in ("reset", "get_reward") and not name.startswith("_")]
-
-
-def tool_schemas(env: CypherTurnToolEnv) -> list[dict]:
-    from transformers.utils import get_json_schema
-
-    return [get_json_schema(m) for m in env_tools(env)]
 
 
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -76,3 +70,116 @@ def oracle_tool_conversations(sessions: list[Session], protocol: str = "guided",
         out.append({"messages": oracle_tool_conversation(env, row, by_id, verify=verify),
                     "session": row["session"], "turn": row["turn"]})
     return out
+
+
+# -- flat messages (what a datasets.Dataset can hold) and the paper's single-turn format ----------------
+def tool_call_text(name: str, arguments: dict[str, Any]) -> str:
+    """An assistant tool call as the Qwen2.5/Hermes chat template renders it (``tool_calls`` become this
+    text, so a conversation stored in Arrow needs no per-tool argument structs)."""
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+
+
+def flat_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """``role`` / ``content`` messages only: assistant ``tool_calls`` as their rendered text, tool results
+    as ``tool`` messages. The chat template renders them to the same tokens as the structured form."""
+    out = []
+    for m in messages:
+        content = m.get("content") or ""
+        calls = m.get("tool_calls") or []
+        if calls:
+            parts = [content] if content else []
+            parts += [tool_call_text(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+            content = "\n".join(parts)
+        out.append({"role": m["role"], "content": content})
+    return out
+
+
+def _kv_value(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def paper_response(turn) -> str:
+    """The GRPO paper's tagged response for a turn, from the generator's own gold key-values and triples
+    (``none`` for an empty set): ``<reasoning><key_value>…</key_value><relationship>…</relationship>
+    </reasoning><answer>GOLD</answer>``; ``rewards.paper`` scores it +1 on all four rewards."""
+    kvs = "\n".join(f"{kv['label']}.{kv['property']} = {_kv_value(kv['value'])}" for kv in turn.gold_key_values)
+    triples = "\n".join(turn.gold_triples)
+    return (f"<reasoning>\n<key_value>\n{kvs or 'none'}\n</key_value>\n<relationship>\n{triples or 'none'}\n"
+            f"</relationship>\n</reasoning>\n<answer>\n{turn.gold_cypher}\n</answer>")
+
+
+def paper_conversation(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> list[dict[str, str]]:
+    """The row's prompt with its turn prompt (from ``env.reset``) and the paper's response as the answer."""
+    observation = env.reset(**row)
+    messages = [dict(m) for m in row["prompt"]]
+    if observation is not None:
+        messages[-1]["content"] = messages[-1]["content"] + observation
+    return messages + [{"role": "assistant", "content": paper_response(turn)}]
+
+
+SFT_FORMATS = ("guided_tools", "agentic_tools", "paper")
+
+
+def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
+                 turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
+                 progress: bool = False) -> list[dict[str, Any]]:
+    """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
+    format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
+    in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format.
+    ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
+    as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
+    from tqdm import tqdm
+
+    bad = [f for f in formats if f not in SFT_FORMATS]
+    if bad:
+        raise ValueError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
+    tools = json.dumps(tool_schemas(), ensure_ascii=False) if chat_tools else None
+    by_id = {s.id: s for s in sessions}
+    wanted = None if turns is None else list(turns)
+    out: list[dict[str, Any]] = []
+    for fmt in formats:
+        protocol = "agentic" if fmt == "agentic_tools" else "guided"
+        env = CypherTurnToolEnv(sessions=sessions, protocol=protocol, timeout=env_timeout)
+        rows = make_training_rows(sessions, protocol, turns=wanted)
+        for row in tqdm(rows, desc=f"SFT data ({fmt})", unit="turn", disable=not progress):
+            if fmt == "paper":
+                messages = paper_conversation(env, row, by_id[row["session"]].turns[int(row["turn"])])
+            else:
+                messages = flat_messages(oracle_tool_conversation(env, row, by_id, verify=verify))
+            out.append({"messages": messages, "tools": tools, "format": fmt, "session": row["session"],
+                        "turn": int(row["turn"])})
+    return out
+
+
+def split_sessions(sessions: list[Session], holdout_fraction: float) -> tuple[list[Session], list[Session]]:
+    """(train, held out): the last ``holdout_fraction`` of each world's sessions (in id order) are held out,
+    so every world is in both parts (the GRPO paper trains on 90%)."""
+    if not 0 <= holdout_fraction < 1:
+        raise ValueError(f"holdout_fraction must be in [0, 1), got {holdout_fraction}")
+    by_world: dict[str, list[Session]] = {}
+    for s in sorted(sessions, key=lambda s: s.id):
+        by_world.setdefault(s.world, []).append(s)
+    train, held = [], []
+    for group in by_world.values():
+        k = int(round(len(group) * holdout_fraction))
+        train += group[:len(group) - k]
+        held += group[len(group) - k:]
+    return train, held
+
+
+def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
+              turns: Iterable[int] | None = None, env_timeout: float = 30.0) -> list[dict[str, Any]]:
+    """GRPO training rows. ``multi_turn``: ``make_training_rows(..., with_gold=True)`` (the environment
+    fills the turn prompt at ``reset``; gold columns reach only the reward functions). ``single_turn``:
+    the same rows with the guided turn prompt already in the user message (no environment in the loop;
+    the paper's rewards and the execution rewards score the tagged response)."""
+    if mode not in ("multi_turn", "single_turn"):
+        raise ValueError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
+    rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns, with_gold=True)
+    if mode == "single_turn":
+        env = CypherTurnToolEnv(sessions=sessions, protocol="guided", timeout=env_timeout)
+        for row in rows:
+            observation = env.reset(**row)
+            row["prompt"] = [dict(m) for m in row["prompt"]]
+            row["prompt"][-1]["content"] += observation or ""
+    return rows

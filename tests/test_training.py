@@ -1,0 +1,197 @@
+"""training/sft.py and training/grpo.py (both modes) run as a user runs them, on CPU against the real Neo4j
+with a tiny model built offline (``tiny-llama``: SmolLM2's tokenizer, 2 random layers), and write
+checkpoints that ``python -m envs.evaluate`` scores; a reward plug-in given by import path is called and
+logged; two accelerate processes (gloo) train the same model. Plus the data builders in-process."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.neo4j
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = "cypherturn_test_rewards:length_reward"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(HF_HUB_OFFLINE="1", TRL_EXPERIMENTAL_SILENCE="1", TOKENIZERS_PARALLELISM="false",
+               CYPHERTURN_TEST_REWARD_LOG=str(tmp_path / "rewards.jsonl"),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "plugins"), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def _run(cmd: list[str], tmp_path: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return proc
+
+
+def _train_build() -> Path:
+    """The on-demand training build the smoke recipes use (build_sessions 6, seed 0)."""
+    home = Path(os.environ.get("CYPHERTURN_HOME", Path.home() / ".cache" / "cypherturn"))
+    return home / "datasets" / "train-n6-s0"
+
+
+def _evaluate(ckpt: Path, tmp_path: Path) -> tuple[dict, dict]:
+    out = tmp_path / f"eval-{ckpt.name}"
+    proc = _run([sys.executable, "-m", "envs.evaluate", "--model", str(ckpt), "--dataset", str(_train_build()),
+                 "--limit", "2", "--max-new-tokens", "8", "--concurrency", "2", "--no-psjs", "--quiet",
+                 "--out", str(out)], tmp_path)
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    return summary, json.loads((out / "meta.json").read_text())
+
+
+def _digests(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob("param_digest_rank*.json"))]
+
+
+def test_sft_writes_an_adapter_checkpoint_that_evaluate_scores(tmp_path):
+    out = tmp_path / "sft"
+    _run([sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),
+          "--max_steps", "1"], tmp_path)
+    adapter = json.loads((out / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == "tiny-llama"  # the alias, not this machine's cache path
+    marker = json.loads((out / "cypherturn.json").read_text())
+    assert marker["stage"] == "sft" and marker["chat_format"] == "tools" and marker["global_step"] == 1
+    assert marker["formats"] == ["guided_tools", "paper"] and marker["heldout_sessions"]
+    (digest,) = _digests(out)
+    assert digest["before"] != digest["after"]  # LoRA weights moved
+    history = json.loads((out / "log_history.json").read_text())
+    assert any("loss" in h for h in history)
+    summary, meta = _evaluate(out, tmp_path)
+    assert meta["chat_format"] == "tools" and summary["turns_scored"] > 0 and summary["infra_errors"] == 0
+
+
+def test_grpo_multi_turn_calls_the_plugin_reward_and_logs_what_it_returned(tmp_path):
+    out = tmp_path / "grpo"
+    _run([sys.executable, "training/grpo.py", "--config", "configs/smoke_grpo.yaml", "--output_dir", str(out),
+          "--max_steps", "1", "--reward", "env:1", f"{PLUGIN}:0.5"], tmp_path)
+    calls = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
+    values = [v for c in calls for v in c["values"]]
+    assert len(values) == 2  # one step: 1 prompt x 2 generations
+    history = json.loads((out / "log_history.json").read_text())
+    step = next(h for h in history if "rewards/length_reward/mean" in h)
+    assert step["rewards/length_reward/mean"] == pytest.approx(sum(values) / len(values))
+    assert "rewards/env_reward/mean" in step and 0.0 <= step["rewards/env_reward/mean"] <= 1.0
+    marker = json.loads((out / "cypherturn.json").read_text())
+    assert marker["mode"] == "multi_turn" and marker["chat_format"] == "tools"
+    assert marker["rewards"] == ["env:1", f"{PLUGIN}:0.5"]
+    summary, meta = _evaluate(out, tmp_path)
+    assert meta["chat_format"] == "tools" and summary["turns_scored"] > 0
+
+
+def test_grpo_single_turn_with_the_paper_rewards_writes_an_evaluable_checkpoint(tmp_path):
+    out = tmp_path / "grpo-single"
+    _run([sys.executable, "training/grpo.py", "--config", "configs/smoke_grpo_single_turn.yaml", "--output_dir",
+          str(out), "--max_steps", "1"], tmp_path)
+    history = json.loads((out / "log_history.json").read_text())
+    step = next(h for h in history if "reward" in h)
+    for name in ("format_reward", "answer_reward", "key_value_reward", "triple_reward", "execution_reward"):
+        assert f"rewards/{name}/mean" in step, name
+    assert all(-1.0 <= step[f"rewards/{n}_reward/mean"] <= 1.0 for n in ("format", "answer", "key_value", "triple"))
+    assert json.loads((out / "cypherturn.json").read_text())["chat_format"] == "text"
+    summary, meta = _evaluate(out, tmp_path)
+    assert meta["chat_format"] == "text" and summary["turns_scored"] > 0
+
+
+def test_two_accelerate_processes_train_the_same_model(tmp_path):
+    out = tmp_path / "ddp"
+    _run([sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
+          "--mixed_precision", "no", "--dynamo_backend", "no", "training/grpo.py", "--config",
+          "configs/smoke_grpo.yaml", "--output_dir", str(out), "--max_steps", "2", "--reward", "env:1",
+          f"{PLUGIN}:0.5"], tmp_path, timeout=1200)
+    digests = _digests(out)
+    assert [d["rank"] for d in digests] == [0, 1] and all(d["world_size"] == 2 for d in digests)
+    assert digests[0]["before"] == digests[1]["before"]
+    assert digests[0]["after"] == digests[1]["after"]  # gradients were all-reduced: one model
+    assert digests[0]["after"] != digests[0]["before"]  # and it trained
+    pids = {json.loads(line)["pid"] for line in (tmp_path / "rewards.jsonl").read_text().splitlines()}
+    assert len(pids) == 2  # both ranks generated and scored their own rollouts
+
+
+# -- in-process: the data the scripts train on ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sessions():
+    from benchmark.build import build
+    from benchmark.session import read_sessions
+
+    out = _train_build()
+    if not (out / "sessions.jsonl").is_file():
+        build("train", out, seed=0, sessions=6, hf=False)
+    return list(read_sessions(out))
+
+
+def test_paper_responses_score_plus_one_on_the_four_paper_rewards(sessions):
+    from rewards.paper import answer_reward, format_reward, key_value_reward, triple_reward
+    from training.data import paper_response
+
+    turns = [t for s in sessions for t in s.turns]
+    completions = [[{"role": "assistant", "content": paper_response(t)}] for t in turns]
+    kwargs = {"gold_cypher": [t.gold_cypher for t in turns], "gold_key_values": [t.gold_key_values for t in turns],
+              "gold_triples": [t.gold_triples for t in turns]}
+    for reward in (format_reward, answer_reward, key_value_reward, triple_reward):
+        assert reward([None] * len(turns), completions, **kwargs) == [1.0] * len(turns), reward.__name__
+
+
+def test_flat_tool_calls_render_like_structured_ones(sessions):
+    from envs.models import load_tokenizer
+    from envs.trl_adapter import CypherTurnToolEnv, make_training_rows
+    from training.data import flat_messages, oracle_tool_conversation, tool_schemas
+
+    env = CypherTurnToolEnv(sessions=sessions)
+    row = make_training_rows(sessions[:1], "guided", turns=[1])[0]
+    structured = oracle_tool_conversation(env, row, sessions)
+    tok = load_tokenizer("tiny-llama")
+    tools = tool_schemas()
+    render = lambda m: tok.apply_chat_template(m, tools=tools, tokenize=False)  # noqa: E731
+    flat = flat_messages(structured)
+    assert all(set(m) == {"role", "content"} for m in flat)
+    assert render(flat) == render(structured)
+
+
+def test_env_reward_plays_a_final_text_answer_as_a_submission(sessions):
+    from envs.trl_adapter import CypherTurnToolEnv, env_reward, make_training_rows
+    from training.data import paper_response
+
+    s = sessions[0]
+    rows = make_training_rows([s], "guided", turns=[0])
+    envs = [CypherTurnToolEnv(sessions=sessions, expose_reward=False) for _ in range(3)]
+    for e in envs:
+        e.reset(**rows[0])
+    completions = [[{"role": "assistant", "content": paper_response(s.turns[0])}],
+                   [{"role": "assistant", "content": "I am not sure."}],
+                   [{"role": "assistant", "content": "<answer>MATCH (n) RETURN count(n) AS n</answer>"}]]
+    assert env_reward(None, completions, environments=envs) == [1.0, 0.0, 0.0]
+
+
+def test_reward_specs_resolve_like_python_m_rewards(sessions):
+    import rewards
+    from training.trainers import resolve_rewards
+
+    funcs, weights = resolve_rewards(["env:2", "format:1", "execution_relaxed"], multi_turn=True)
+    assert [f.__name__ for f in funcs][1:] == ["format_reward", "execution_relaxed_reward"]
+    assert weights == [2.0, 1.0, 1.0]
+    with pytest.raises(rewards.RewardSpecError):
+        resolve_rewards(["env:1"], multi_turn=False)
+    with pytest.raises(rewards.RewardSpecError):
+        resolve_rewards(["no_such_reward:1"], multi_turn=True)
+
+
+def test_holdout_keeps_every_world_on_both_sides(sessions):
+    from training.data import split_sessions
+
+    sessions = sessions + [dataclasses.replace(s, id=s.id + "-copy") for s in sessions]  # two per world
+    train, held = split_sessions(sessions, 0.5)
+    assert {s.world for s in train} == {s.world for s in held} == {s.world for s in sessions}
+    assert not {s.id for s in train} & {s.id for s in held} and len(train) + len(held) == len(sessions)
+    assert split_sessions(sessions, 0.5) == (train, held)  # deterministic
+    with pytest.raises(ValueError):
+        split_sessions(sessions, 1.0)

@@ -1,0 +1,65 @@
+"""The CypherTurn part of a training recipe, parsed with TRL's ``TrlParser`` next to TRL's own configs.
+
+``training/sft.py`` parses ``(CypherTurnSFTArguments, SFTConfig, ModelConfig)`` and ``training/grpo.py``
+``(CypherTurnGRPOArguments, GRPOConfig, ModelConfig)`` from ``--config recipe.yaml``; every field of the
+three can be overridden on the command line (``--learning_rate 1e-4``, ``--max_steps 3``).
+``ModelConfig.model_name_or_path`` takes a local directory, a cached hub id, an alias of
+``envs.models`` (``smollm2-135m``, ``tiny-llama``, ``tiny-qwen2``) or a checkpoint written by these
+scripts (a LoRA adapter continues training, e.g. GRPO from the SFT checkpoint).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SINGLE_TURN_REWARDS = ["format:1", "answer:1", "key_value:1", "triple:1", "execution:1"]
+
+
+@dataclass
+class CypherTurnDataArguments:
+    """Where the training sessions come from and how turns become examples."""
+
+    dataset: str | None = field(default=None, metadata={
+        "help": "A training build directory (python -m benchmark build --split train --out DIR). Without it a "
+                "training split of --build_sessions sessions is built on demand (cached under $CYPHERTURN_HOME)."})
+    build_sessions: int = field(default=200, metadata={"help": "sessions of the on-demand training build"})
+    build_seed: int = field(default=0, metadata={"help": "seed of the on-demand training build"})
+    holdout_fraction: float = field(default=0.1, metadata={
+        "help": "the last share of each world's sessions held out from training (the paper trains on 90%)"})
+    max_examples: int | None = field(default=None, metadata={
+        "help": "use at most this many examples (after shuffling with the training seed): smoke runs"})
+    turns: list[int] | None = field(default=None, metadata={"help": "only these turn indexes (0-based)"})
+    env_timeout: float = field(default=10.0, metadata={"help": "per-query time limit of the environment, seconds"})
+    budget_multiplier: int = field(default=3, metadata={"help": "agentic budget m (B = T x m)"})
+
+
+@dataclass
+class CypherTurnSFTArguments(CypherTurnDataArguments):
+    formats: list[str] = field(default_factory=lambda: ["guided_tools"], metadata={
+        "help": "SFT data formats: guided_tools, agentic_tools (oracle tool-call conversations), paper (the GRPO "
+                "paper's single-turn <reasoning>...<answer> response to the guided turn prompt)"})
+    chat_format: str = field(default="auto", metadata={
+        "help": "tools: the five tool schemas are declared through the chat template, as in multi-turn GRPO and "
+                "the evaluator's tools chat format; text: no declarations (the papers' protocol); auto: tools "
+                "when a *_tools format is used"})
+    verify: bool = field(default=True, metadata={
+        "help": "guided tool conversations run EXECUTE_CYPHER on the gold before SUBMIT_ANSWER"})
+
+
+@dataclass
+class CypherTurnGRPOArguments(CypherTurnDataArguments):
+    mode: str = field(default="multi_turn", metadata={
+        "help": "multi_turn: rollouts act in the environment through its tools (environment_factory), reward = "
+                "the turn's EX plus any other rewards; single_turn: the GRPO paper's format on the guided turn "
+                "prompt, scored by the rewards listed"})
+    protocol: str = field(default="guided", metadata={"help": "multi_turn: guided or agentic"})
+    rewards: list[str] | None = field(default=None, metadata={
+        "aliases": ["--reward"],
+        "help": "reward specs NAME[:WEIGHT] (a built-in, pkg.module:function, or an entry point of "
+                "cypherturn.rewards; `env` is the environment's turn EX). Default: env:1 (multi_turn), "
+                "format, answer, key_value, triple, execution at weight 1 (single_turn)"})
+
+    def reward_specs(self) -> list:
+        if self.rewards:
+            return list(self.rewards)
+        return ["env:1"] if self.mode == "multi_turn" else list(SINGLE_TURN_REWARDS)

@@ -1,0 +1,307 @@
+"""SFT and GRPO on CypherTurn sessions: the library behind ``training/sft.py`` and ``training/grpo.py``.
+
+``run_sft`` and ``run_grpo`` take the three configs that the scripts parse (``training.config``'s
+arguments, TRL's ``SFTConfig`` / ``GRPOConfig`` and ``ModelConfig``), build the data from training-world
+sessions, train with TRL, and write a checkpoint directory that ``python -m envs.evaluate --model DIR``
+loads as it is:
+
+- LoRA (``use_peft: true``): the adapter, the tokenizer and an ``adapter_config.json`` whose
+  ``base_model_name_or_path`` is the base as the recipe named it (an alias of ``envs.models`` stays an
+  alias, so the directory works on any machine that has the base);
+- full fine-tuning: the whole model and the tokenizer;
+- ``cypherturn.json``: the chat format the model was trained in (``tools`` or ``text``; the evaluator's
+  ``--chat-format auto`` reads it), the base, the stage, the data and the held-out session ids;
+- ``param_digest_rank<R>.json`` per process: SHA-256 of the trainable parameters before and after
+  training (how a multi-process run shows that every rank holds the same model).
+
+Intermediate ``checkpoint-N`` directories get the same marker and base fix, so each is evaluable too,
+and ``resume_from_checkpoint: true`` (or ``auto``) continues from the last one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from training.config import CypherTurnDataArguments, CypherTurnGRPOArguments, CypherTurnSFTArguments
+
+log = logging.getLogger(__name__)
+MARKER = "cypherturn.json"
+
+
+# -- sessions ---------------------------------------------------------------------------------------------
+def load_sessions(args: CypherTurnDataArguments) -> list:
+    """The training sessions: ``args.dataset``, or a training build made on demand (once; ranks of a
+    multi-process run wait for the main one)."""
+    from accelerate import PartialState
+
+    from benchmark.session import read_sessions
+
+    if args.dataset:
+        path = Path(args.dataset)
+        if not path.exists():
+            raise FileNotFoundError(f"dataset {path} does not exist (build one: python -m benchmark build --split "
+                                    "train --out DIR)")
+        return list(read_sessions(path))
+    home = Path(os.environ.get("CYPHERTURN_HOME", Path.home() / ".cache" / "cypherturn"))
+    out = home / "datasets" / f"train-n{args.build_sessions}-s{args.build_seed}"
+    with PartialState().main_process_first():
+        if not (out / "sessions.jsonl").is_file():
+            from benchmark.build import build
+
+            build("train", out, seed=args.build_seed, sessions=args.build_sessions, hf=False)
+    return list(read_sessions(out))
+
+
+def _take(items: list, args: CypherTurnDataArguments, seed: int) -> list:
+    items = list(items)
+    random.Random(seed).shuffle(items)
+    return items[:args.max_examples] if args.max_examples else items
+
+
+# -- models -----------------------------------------------------------------------------------------------
+def _dtype(model_args) -> Any:
+    import torch
+
+    dtype = getattr(model_args, "dtype", None)
+    if dtype in (None, "auto"):
+        return "auto" if torch.cuda.is_available() else torch.float32
+    return getattr(torch, dtype)
+
+
+def load_for_training(model_args, gradient_checkpointing: bool = False):
+    """(model, tokenizer, peft_config, base name). A checkpoint holding a LoRA adapter continues training
+    that adapter on its recorded base; anything else is loaded by ``envs.models`` (aliases included) and
+    gets TRL's LoRA config when ``use_peft``."""
+    from transformers import AutoTokenizer
+    from trl import get_peft_config
+
+    from envs.models import load_causal_lm, load_tokenizer
+
+    name = model_args.model_name_or_path
+    if not name:
+        raise ValueError("model_name_or_path is required (a directory, a cached hub id, or smollm2-135m / tiny-llama)")
+    kwargs: dict[str, Any] = {"dtype": _dtype(model_args)}
+    if model_args.attn_implementation:
+        kwargs["attn_implementation"] = model_args.attn_implementation
+    adapter = Path(name) / "adapter_config.json"
+    if adapter.is_file():
+        from peft import PeftModel
+
+        base = json.loads(adapter.read_text())["base_model_name_or_path"]
+        model = PeftModel.from_pretrained(load_causal_lm(base, **kwargs), name, is_trainable=True)
+        tok = AutoTokenizer.from_pretrained(name) if (Path(name) / "tokenizer_config.json").is_file() \
+            else load_tokenizer(base)
+        if model_args.use_peft:
+            log.info("%s is a LoRA checkpoint: training continues on its adapter (the recipe's LoRA settings "
+                     "are not used)", name)
+        if gradient_checkpointing:
+            model.enable_input_require_grads()  # gradients must reach the adapter through checkpointed blocks
+        return model, tok, None, base
+    model = load_causal_lm(name, **kwargs)
+    tok = load_tokenizer(name)
+    base = name
+    marker = Path(name) / MARKER
+    if marker.is_file():  # a full fine-tuned checkpoint of ours: keep pointing at its own directory
+        base = str(Path(name).resolve())
+    return model, tok, get_peft_config(model_args), base
+
+
+# -- checkpoints ------------------------------------------------------------------------------------------
+def finalize_checkpoint(directory: str | Path, info: dict[str, Any]) -> None:
+    """Make a saved directory evaluable as it is: the adapter names the recipe's base, and the marker
+    file records how the model was trained."""
+    directory = Path(directory)
+    adapter = directory / "adapter_config.json"
+    if adapter.is_file():
+        config = json.loads(adapter.read_text())
+        config["base_model_name_or_path"] = info["base_model"]
+        adapter.write_text(json.dumps(config, indent=2) + "\n")
+    (directory / MARKER).write_text(json.dumps(info, indent=1) + "\n")
+
+
+class CheckpointMarkerCallback(TrainerCallback):
+    """Writes the marker (and fixes the adapter's base) in every ``checkpoint-N`` the trainer saves."""
+
+    def __init__(self, info: dict[str, Any]):
+        self.info = info
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if path.is_dir():
+                finalize_checkpoint(path, {**self.info, "global_step": state.global_step})
+
+
+def parameter_digest(model) -> str:
+    import torch
+
+    h = hashlib.sha256()
+    for name, p in sorted(model.named_parameters(), key=lambda item: item[0]):
+        if p.requires_grad:
+            h.update(name.encode())
+            h.update(p.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+class ParameterDigestCallback(TrainerCallback):
+    """Each process writes ``param_digest_rank<R>.json``: the trainable parameters' digest before and after
+    training (equal across ranks after a data-parallel run; different from "before" if anything trained)."""
+
+    def __init__(self):
+        self.before: str | None = None
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if model is not None:
+            self.before = parameter_digest(model)
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        if model is None:
+            return
+        rank = int(os.environ.get("RANK", args.process_index))
+        Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(args.output_dir) / f"param_digest_rank{rank}.json").write_text(json.dumps(
+            {"rank": rank, "world_size": args.world_size, "global_step": state.global_step,
+             "before": self.before, "after": parameter_digest(model)}) + "\n")
+
+
+def _resume(training_args) -> str | bool | None:
+    """``resume_from_checkpoint``: a path, or true/auto/last for the newest checkpoint in output_dir (a
+    fresh start when there is none)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    value = training_args.resume_from_checkpoint
+    if value in (True, "true", "True", "auto", "last"):
+        out = Path(training_args.output_dir)
+        return get_last_checkpoint(str(out)) if out.is_dir() else None
+    return value or None
+
+
+def _train_and_save(trainer, training_args, info: dict[str, Any]) -> Path:
+    trainer.train(resume_from_checkpoint=_resume(training_args))
+    trainer.save_model(training_args.output_dir)
+    out = Path(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        info = {**info, "global_step": trainer.state.global_step}
+        finalize_checkpoint(out, info)
+        # every logged step (loss, rewards/<name>/mean, ...), whatever the reporters: what the curves are drawn from
+        (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1) + "\n")
+        trainer.accelerator.print(f"checkpoint written to {out}: evaluate it with "
+                                  f"python -m envs.evaluate --model {out}")
+    return out
+
+
+def _info(stage: str, base: str, chat_format: str, args: CypherTurnDataArguments, held: list, **extra) -> dict:
+    return {"stage": stage, "base_model": base, "chat_format": chat_format, "dataset": args.dataset,
+            "build_sessions": None if args.dataset else args.build_sessions,
+            "build_seed": None if args.dataset else args.build_seed,
+            "holdout_fraction": args.holdout_fraction, "heldout_sessions": sorted(s.id for s in held), **extra}
+
+
+# -- SFT --------------------------------------------------------------------------------------------------
+def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
+    from accelerate import PartialState
+    from datasets import Dataset
+    from trl import SFTTrainer
+
+    from training.data import SFT_FORMATS, sft_examples, split_sessions
+
+    bad = [f for f in args.formats if f not in SFT_FORMATS]
+    if bad:
+        raise ValueError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
+    if args.chat_format not in ("auto", "tools", "text"):
+        raise ValueError(f"chat_format must be auto, tools or text, got {args.chat_format!r}")
+    chat_format = args.chat_format
+    if chat_format == "auto":
+        chat_format = "tools" if any(f.endswith("_tools") for f in args.formats) else "text"
+    train, held = split_sessions(load_sessions(args), args.holdout_fraction)
+    state = PartialState()
+    examples = sft_examples(train, args.formats, verify=args.verify, turns=args.turns,
+                            chat_tools=chat_format == "tools", env_timeout=args.env_timeout,
+                            progress=state.is_main_process)
+    examples = _take(examples, args, training_args.seed)
+    if not examples:
+        raise ValueError("no SFT examples: the training sessions are empty")
+    dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
+    model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing)
+    info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples))
+    trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
+                         peft_config=peft_config,
+                         callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
+    return _train_and_save(trainer, training_args, info)
+
+
+# -- GRPO -------------------------------------------------------------------------------------------------
+def resolve_rewards(specs: list, *, multi_turn: bool) -> tuple[list, list[float]]:
+    """Reward functions and weights from specs (``rewards.weighted``); ``env[:W]`` is the environment's
+    turn EX (``envs.trl_adapter.env_reward``), available in multi-turn mode only. Bad specs raise
+    ``rewards.RewardSpecError`` before anything is generated."""
+    import rewards
+    from envs.trl_adapter import env_reward
+
+    funcs: list = []
+    weights: list[float] = []
+    for spec in specs:
+        name, _, weight = spec.partition(":") if isinstance(spec, str) else (None, "", "")
+        if name == "env" and (not weight or _is_number(weight)):
+            if not multi_turn:
+                raise rewards.RewardSpecError("the `env` reward needs mode multi_turn (the environment in the loop)")
+            funcs.append(env_reward)
+            weights.append(float(weight) if weight else 1.0)
+            continue
+        f, w = rewards.weighted([spec])
+        funcs += f
+        weights += w
+    if not funcs:
+        raise rewards.RewardSpecError("no reward functions: give at least one spec")
+    return funcs, weights
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from envs.trl_adapter import make_env_factory
+    from training.data import grpo_rows, split_sessions
+
+    if args.mode not in ("multi_turn", "single_turn"):
+        raise ValueError(f"mode must be multi_turn or single_turn, got {args.mode!r}")
+    multi = args.mode == "multi_turn"
+    funcs, weights = resolve_rewards(args.reward_specs(), multi_turn=multi)  # fail before any work
+    training_args.reward_weights = weights
+    train, held = split_sessions(load_sessions(args), args.holdout_fraction)
+    rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout),
+                 args, training_args.seed)
+    if not rows:
+        raise ValueError("no GRPO rows: the training sessions are empty")
+    dataset = Dataset.from_list(rows)
+    factory = None
+    if multi:
+        factory = make_env_factory(sessions=train, protocol=args.protocol, expose_reward=False,
+                                   timeout=args.env_timeout, budget_multiplier=args.budget_multiplier)
+        if training_args.max_tool_calling_iterations is None:
+            from envs.prompts import GUIDED_CAP
+
+            training_args.max_tool_calling_iterations = GUIDED_CAP
+    model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing)
+    info = _info("grpo", base, "tools" if multi else "text", args, held, mode=args.mode, protocol=args.protocol,
+                 rewards=[str(s) for s in args.reward_specs()], examples=len(rows))
+    trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=training_args, train_dataset=dataset,
+                          processing_class=tok, peft_config=peft_config, environment_factory=factory,
+                          callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
+    return _train_and_save(trainer, training_args, info)
