@@ -164,21 +164,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    import threading
-
-    from graphs.executor import SafeExecutor
-
-    # A safe-executor worker that the neo4j driver left stuck would keep the interpreter from exiting
-    # (concurrent.futures joins its threads at exit): wait 10 s at most, then say so and leave.
-    SafeExecutor._pool.shutdown(wait=False)
-    deadline = time.monotonic() + 10
-    workers = [t for t in threading.enumerate() if t.name.startswith("cypher") and not t.daemon]
-    for t in workers:
-        t.join(max(0.0, deadline - time.monotonic()))
-    stuck = [t.name for t in workers if t.is_alive()]
-    if stuck:
-        print(f"warning: {len(stuck)} safe-executor thread(s) still busy after the run ({', '.join(stuck[:5])}); "
-              "exiting without waiting for them", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)

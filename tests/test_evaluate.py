@@ -46,7 +46,9 @@ def test_oracle_scores_one_and_writes_every_output(dataset, tmp_path, protocol):
     assert "| EX (strict) | 1.000" in (tmp_path / "report.md").read_text()
     timing = json.loads((tmp_path / "timing.json").read_text())
     assert timing["sessions_played"] == 14 and timing["turns_played"] == timing["turns_scored"] == m["turns"]
-    assert 0 < timing["neo4j_seconds_during_play"] < timing["play_seconds"] * timing["concurrency"]
+    # the oracle submits each gold's own text, which the judge does not run again (scoring.judge): its
+    # play may spend no time in Neo4j at all
+    assert 0 <= timing["neo4j_seconds_during_play"] < timing["play_seconds"] * timing["concurrency"]
     assert timing["model_seconds_during_play"] == 0
     assert timing["concurrency"] == 8 and timing["overhead_ms_per_turn"] is None  # defined one session at a time
 
