@@ -38,6 +38,7 @@ WRITE_KEYWORDS = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOV
 ADMIN_KEYWORDS = frozenset({"DROP", "ALTER", "GRANT", "DENY", "REVOKE", "RENAME", "SHOW", "TERMINATE",
                             "START", "STOP", "USE", "ENABLE", "DEALLOCATE", "REALLOCATE"})
 PREFIX_KEYWORDS = frozenset({"EXPLAIN", "PROFILE", "CYPHER"})
+MAX_NESTING = 200  # brackets; generated and hand-written queries stay far below
 
 # Neo4j's SPACE token (Cypher 5 lexer); Python's \s differs (it has U+0085, which Neo4j lexes as a letter).
 SPACE_CHARS = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
@@ -188,3 +189,12 @@ def check_read_only(query: str) -> None:
                 raise GuardRefusal(f"procedure {name} is not allowed; allowed procedures: {allowed}")
     if any(t.text == ";" for t in tokens[:-1]):
         raise GuardRefusal("only one statement per query is allowed")
+    depth = deepest = 0
+    for t in tokens:  # Neo4j's parser and planner take minutes over thousands of nested brackets
+        if t.kind == "punct" and t.text in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif t.kind == "punct" and t.text in ")]}":
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise GuardRefusal(f"the query nests brackets {deepest} deep; the limit is {MAX_NESTING}")

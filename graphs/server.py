@@ -6,6 +6,13 @@ waits until every world's Bolt port answers. It is idempotent: a running server 
 world is reused. State lives under the cache directory (``$CYPHERTURN_HOME``, default
 ``~/.cache/cypherturn``): ``neo4j/server.json`` (pid and ports), ``neo4j/server.log`` (the JVM's
 output), ``neo4j/<world>/`` (each DBMS home with its store, config and Neo4j's own logs).
+
+Starting is serialized by a file lock (concurrent callers reuse one server) and a server started after
+a crash takes the ports of the one before, so clients find it where they left it. Inside the JVM a
+watchdog (``graphs/jvm/.../Watchdog.java``) ends any transaction still running ``WATCHDOG_GRACE_S``
+past its timeout, or holding the heap, by termination, then by stopping its thread, and as a last
+resort by exiting (code 75), after which the next ``serve`` restarts it; each action is a ``WATCHDOG``
+line in ``server.log``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from pathlib import Path
 NEO4J_VERSION = "5.26.24"  # keep equal to graphs/jvm/pom.xml
 DEFAULT_BASE_PORT = 17687
 MAIN_CLASS = "cypherturn.EmbeddedServer"
+WATCHDOG_GRACE_S = 5.0  # a transaction this long past its timeout is ended by the JVM's watchdog
 
 
 class ServerError(RuntimeError):
@@ -73,6 +81,8 @@ def _settings(port: int, import_dir: Path) -> dict[str, str]:
         "db.memory.transaction.max": "256m",
         "dbms.memory.transaction.total.max": "1g",
         "dbms.security.allow_csv_import_from_file_urls": "false",
+        # LOAD CSV may fetch no URL at all: every IPv4 and IPv6 address is blocked
+        "internal.dbms.cypher_ip_blocklist": "0.0.0.0/0,::/0",
         "server.directories.import": str(import_dir),
         "dbms.security.procedures.unrestricted": "",
         "db.tx_log.rotation.retention_policy": "2 files",
@@ -130,6 +140,8 @@ def build_launcher(progress=print) -> list[str]:
 
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as Neo4j binds: connections of a killed server lingering in TIME_WAIT do not block the port
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -175,8 +187,13 @@ def running_state() -> ServerState | None:
     return state
 
 
-def _allocate_ports(worlds: list[str]) -> dict[str, int]:
+def _allocate_ports(worlds: list[str], previous: dict[str, int] | None = None) -> dict[str, int]:
+    """Consecutive free ports from the base port; a world keeps its previous port when that is free
+    (a restarted server comes back where its clients look for it)."""
     base = int(os.environ.get("CYPHERTURN_NEO4J_BASE_PORT", DEFAULT_BASE_PORT))
+    previous = previous or {}
+    if all(w in previous for w in worlds) and all(_port_free(previous[w]) for w in worlds):
+        return {w: previous[w] for w in worlds}
     ports: dict[str, int] = {}
     port = base
     for world in worlds:
@@ -194,6 +211,17 @@ def serve(worlds: list[str] | None = None, *, timeout: float = 300.0, progress=p
     if worlds is None:
         from graphs.spec import all_specs
         worlds = [s.world for s in all_specs()]
+    import fcntl
+
+    neo4j_dir().mkdir(parents=True, exist_ok=True)
+    with open(neo4j_dir() / "serve.lock", "w") as lock:
+        # one starter at a time (e.g. the evaluator's threads after an outage); the others reuse its server
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _serve_locked(worlds, timeout=timeout, progress=progress)
+
+
+def _serve_locked(worlds: list[str], *, timeout: float, progress) -> ServerState:
+    previous = read_state()
     state = running_state()
     if state is not None:
         if set(worlds) <= set(state.ports) and all(port_open(p) for p in state.ports.values()):
@@ -207,8 +235,8 @@ def serve(worlds: list[str] | None = None, *, timeout: float = 300.0, progress=p
     import_dir.mkdir(exist_ok=True)
     ready = home / "ready"
     ready.unlink(missing_ok=True)
-    ports = _allocate_ports(worlds)
-    lines = [f"worlds={','.join(worlds)}", f"ready_file={ready}"]
+    ports = _allocate_ports(worlds, previous.ports if previous is not None else None)
+    lines = [f"worlds={','.join(worlds)}", f"ready_file={ready}", f"watchdog.grace_ms={int(WATCHDOG_GRACE_S * 1000)}"]
     for world, port in ports.items():
         world_home = home / world
         world_home.mkdir(exist_ok=True)

@@ -27,6 +27,8 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  *   world.NAME.home=/dir             the DBMS home directory of world NAME; its settings (Bolt port on
  *                                    127.0.0.1, memory caps, timeouts) are read from /dir/neo4j.conf
  *   ready_file=/path                 written once every DBMS answers, holding the pid
+ *   watchdog.grace_ms, watchdog.interval_ms, watchdog.heap_fraction
+ *                                    the transaction watchdog's settings (see Watchdog)
  *
  * Each DBMS is shut down cleanly on SIGTERM (shutdown hook); SIGKILL leaves recoverable stores.
  */
@@ -103,6 +105,12 @@ public final class EmbeddedServer {
             System.exit(1);
         }
         pool.shutdown();
+        Thread watchdog = new Thread(new Watchdog(services,
+                Long.parseLong(props.getProperty("watchdog.grace_ms", "5000")),
+                Long.parseLong(props.getProperty("watchdog.interval_ms", "200")),
+                Double.parseDouble(props.getProperty("watchdog.heap_fraction", "0.7"))), "cypherturn-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
         String readyFile = props.getProperty("ready_file");
         if (readyFile != null) {
             writeAtomically(Path.of(readyFile), Long.toString(ProcessHandle.current().pid()) + "\n");

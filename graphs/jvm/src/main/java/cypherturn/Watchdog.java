@@ -1,0 +1,243 @@
+package cypherturn;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.kernel.api.KernelTransactionHandle;
+import org.neo4j.kernel.api.exceptions.Status;
+import org.neo4j.kernel.api.net.NetworkConnectionTracker;
+import org.neo4j.kernel.api.net.TrackedNetworkConnection;
+import org.neo4j.kernel.api.query.ExecutingQuery;
+import org.neo4j.kernel.impl.api.KernelTransactions;
+import org.neo4j.kernel.internal.GraphDatabaseAPI;
+
+/**
+ * Ends any transaction that outlives its time limit or threatens the heap, because Neo4j's own
+ * termination is cooperative: a query stuck inside one expression (a reduce() building a string, a list
+ * comprehension over range(), the parser or planner on a pathological query) never checks it.
+ *
+ * Each tick, for every world's database:
+ *  1. a transaction running past its timeout + grace is marked for termination (Neo4j's own way out);
+ *  2. one still open a grace period after that has the thread executing its query stopped;
+ *  3. one still open a grace period after that makes the whole JVM exit with code 75, so that the
+ *     next client restarts the server on the same ports with the same stores (graphs/server.py).
+ * When the old generation of the heap is fuller than the configured fraction, the query whose thread
+ * allocated the most since the last tick is terminated and its thread stopped, before the JVM runs out
+ * of memory (which would take every world down).
+ * Every action is printed to the server log as a line starting with "WATCHDOG".
+ */
+final class Watchdog implements Runnable {
+    static final int EXIT_STUCK = 75;
+    private static final long MIN_HUNGRY_BYTES = 16L << 20; // a query allocating less than this per tick is not the cause
+
+    private final Map<String, DatabaseManagementService> services;
+    private final long graceNanos;
+    private final long intervalMillis;
+    private final double heapFraction;
+    private final MemoryPoolMXBean oldGen;
+    private final com.sun.management.ThreadMXBean threads =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    private final Map<KernelTransactionHandle, Long> terminatedAt = new HashMap<>();
+    private final Map<KernelTransactionHandle, Long> stoppedAt = new HashMap<>();
+    private final Map<KernelTransactionHandle, Thread> stoppedThread = new HashMap<>();
+    private final Map<Long, Long> allocatedBefore = new HashMap<>();
+
+    Watchdog(Map<String, DatabaseManagementService> services, long graceMillis, long intervalMillis,
+             double heapFraction) {
+        this.services = services;
+        this.graceNanos = TimeUnit.MILLISECONDS.toNanos(graceMillis);
+        this.intervalMillis = intervalMillis;
+        this.heapFraction = heapFraction;
+        MemoryPoolMXBean old = null;
+        for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (pool.getType() == MemoryType.HEAP && pool.getName().contains("Old Gen")) {
+                old = pool;
+            }
+        }
+        this.oldGen = old;
+    }
+
+    @Override
+    public void run() {
+        while (true) {
+            try {
+                Thread.sleep(intervalMillis);
+                tick();
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                // a database shutting down or starting: try again next tick
+            }
+        }
+    }
+
+    @SuppressWarnings({"deprecation", "removal"})
+    private void tick() {
+        long now = System.nanoTime();
+        Set<KernelTransactionHandle> seen = new HashSet<>();
+        KernelTransactionHandle hungriest = null;
+        String hungriestWorld = null;
+        GraphDatabaseAPI hungriestDb = null;
+        long hungriestBytes = -1;
+        Map<Long, Long> allocatedNow = new HashMap<>();
+        Map<String, DatabaseManagementService> snapshot;
+        synchronized (services) {
+            snapshot = new HashMap<>(services);
+        }
+        for (Map.Entry<String, DatabaseManagementService> e : snapshot.entrySet()) {
+            String world = e.getKey();
+            GraphDatabaseAPI db = (GraphDatabaseAPI) e.getValue().database("neo4j");
+            if (!db.isAvailable(0)) {
+                continue;
+            }
+            KernelTransactions kt = db.getDependencyResolver().resolveDependency(KernelTransactions.class);
+            for (KernelTransactionHandle tx : kt.activeTransactions()) {
+                if (!tx.isOpen()) {
+                    continue;
+                }
+                seen.add(tx);
+                Thread thread = queryThread(tx);
+                if (thread != null) {
+                    long bytes = threads.getThreadAllocatedBytes(thread.getId());
+                    allocatedNow.put(thread.getId(), bytes);
+                    long delta = bytes - allocatedBefore.getOrDefault(thread.getId(), bytes);
+                    if (delta > hungriestBytes) {
+                        hungriest = tx;
+                        hungriestWorld = world;
+                        hungriestDb = db;
+                        hungriestBytes = delta;
+                    }
+                }
+                long timeout = tx.timeout().timeoutNanos();
+                if (timeout <= 0) {
+                    continue;
+                }
+                long overdue = now - tx.startTimeNanos() - timeout - graceNanos;
+                Long terminated = terminatedAt.get(tx);
+                Long stopped = stoppedAt.get(tx);
+                if (overdue > 0 && terminated == null) {
+                    tx.markForTermination(Status.Transaction.TransactionTimedOut);
+                    terminatedAt.put(tx, now);
+                    report("terminated", world, tx, "it ran past its timeout plus " + millis(graceNanos) + " ms");
+                } else if (terminated != null && stopped == null && now - terminated > graceNanos) {
+                    stop(world, db, tx, thread, "it was still running " + millis(now - terminated)
+                            + " ms after termination");
+                    stoppedAt.put(tx, now);
+                    stoppedThread.put(tx, thread);
+                } else if (stopped != null && now - stopped <= graceNanos && stillComputing(stoppedThread.get(tx))) {
+                    stoppedThread.get(tx).stop(); // ThreadDeath may have been caught on the way out: again
+                } else if (stopped != null && now - stopped > graceNanos && stillComputing(stoppedThread.get(tx))) {
+                    StackTraceElement[] frames = stoppedThread.get(tx).getStackTrace();
+                    report("exiting", world, tx, "its thread did not stop (at " + String.join(" < ",
+                            java.util.Arrays.stream(frames).limit(4).map(Object::toString).toList())
+                            + "); the JVM exits with code " + EXIT_STUCK + " so that the server is restarted on the "
+                            + "same ports");
+                    System.exit(EXIT_STUCK);
+                }
+            }
+        }
+        terminatedAt.keySet().retainAll(seen);
+        stoppedAt.keySet().retainAll(seen);
+        stoppedThread.keySet().retainAll(seen);
+        allocatedBefore.clear();
+        allocatedBefore.putAll(allocatedNow);
+        if (oldGen != null && hungriest != null && !stoppedAt.containsKey(hungriest)) {
+            long max = Runtime.getRuntime().maxMemory();
+            long used = oldGen.getUsage().getUsed();
+            if (used > heapFraction * max && hungriestBytes > MIN_HUNGRY_BYTES) {
+                // the old generation may hold garbage of a query already gone: count live data only
+                System.gc();
+                used = oldGen.getUsage().getUsed();
+            }
+            if (used > heapFraction * max && hungriestBytes > MIN_HUNGRY_BYTES) {
+                hungriest.markForTermination(Status.General.TransactionOutOfMemoryError);
+                terminatedAt.put(hungriest, now);
+                stop(hungriestWorld, hungriestDb, hungriest, queryThread(hungriest), String.format(
+                        "the old generation holds %d MiB of a %d MiB heap and this query allocated the most "
+                                + "(%d MiB in the last %d ms)", used >> 20, max >> 20, hungriestBytes >> 20,
+                        intervalMillis));
+                stoppedAt.put(hungriest, now);
+                stoppedThread.put(hungriest, queryThread(hungriest));
+            }
+        }
+    }
+
+    /** A stopped thread still inside Cypher evaluation (rather than dead, or back to serving others). */
+    private static boolean stillComputing(Thread thread) {
+        if (thread == null || !thread.isAlive()) {
+            return false;
+        }
+        for (StackTraceElement frame : thread.getStackTrace()) {
+            String cls = frame.getClassName();
+            if (cls.startsWith("org.neo4j.cypher.internal.runtime") || cls.startsWith("org.neo4j.cypher.operations")
+                    || cls.startsWith("org.neo4j.cypher.internal.parser") || cls.startsWith("org.neo4j.cypher.internal.compiler")
+                    || cls.startsWith("org.neo4j.cypher.internal.planner")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static Thread queryThread(KernelTransactionHandle tx) {
+        Optional<ExecutingQuery> query = tx.executingQuery();
+        if (query.isEmpty()) {
+            return null;
+        }
+        String name = query.get().threadExecutingTheQueryName();
+        if (name == null) {
+            return null;
+        }
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (name.equals(t.getName())) {
+                return t;
+            }
+        }
+        return null;
+    }
+
+    @SuppressWarnings({"deprecation", "removal"})
+    private void stop(String world, GraphDatabaseAPI db, KernelTransactionHandle tx, Thread thread, String why) {
+        if (thread == null) {
+            report("could not stop (no thread)", world, tx, why);
+        } else {
+            report("stopped thread " + thread.getName() + " of", world, tx, why);
+            // Java 17: the only way to end a computation that never checks for termination
+            thread.stop();
+        }
+        // the client gave up long ago; closing its connection rolls the transaction back and frees it
+        tx.clientInfo().ifPresent(info -> {
+            try {
+                NetworkConnectionTracker tracker =
+                        db.getDependencyResolver().resolveDependency(NetworkConnectionTracker.class);
+                TrackedNetworkConnection connection = tracker.get(info.connectionId());
+                if (connection != null) {
+                    connection.close();
+                }
+            } catch (RuntimeException e) {
+                report("could not close the connection of", world, tx, e.toString());
+            }
+        });
+    }
+
+    private static long millis(long nanos) {
+        return TimeUnit.NANOSECONDS.toMillis(nanos);
+    }
+
+    private static void report(String action, String world, KernelTransactionHandle tx, String why) {
+        String text = tx.executingQuery().map(ExecutingQuery::rawQueryText).orElse("(no query)");
+        if (text.length() > 200) {
+            text = text.substring(0, 200) + "...";
+        }
+        System.out.printf("WATCHDOG %s transaction %d on %s: %s; query: %s%n", action,
+                tx.getTransactionSequenceNumber(), world, why, text.replace('\n', ' '));
+        System.out.flush();
+    }
+}
