@@ -91,6 +91,9 @@ class OpenAIChat:
                     last = f"cannot reach the server: {exc.reason}"
             except (ConnectionError, http.client.HTTPException) as exc:  # dropped mid-response
                 last = f"the connection failed: {exc!r}"
+            except UnicodeDecodeError as exc:
+                raise ChatError(f"{self.url} sent a reply that is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                                transient=False) from None
             except (ValueError, KeyError, IndexError, TypeError) as exc:
                 raise ChatError(f"{self.url} sent a reply that is not a chat completion: {exc!r}",
                                 transient=False) from None

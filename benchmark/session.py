@@ -104,8 +104,63 @@ def write_sessions(path: str | Path, sessions: Iterable[Session]) -> None:
             f.write(s.to_json() + "\n")
 
 
+_STR, _INT, _OPT_INT = "a string", "an integer", "an integer or null"
+_SESSION_FIELDS = {"id": _STR, "world": _STR, "persona": _STR, "turns": "a non-empty list of turns"}
+_TURN_FIELDS = {"index": _INT, "utterance": _STR, "gold_cypher": _STR, "gold_columns": "a list of strings",
+                "gold_rows": "a list of lists", "phenomenon": _STR, "chain_mode": _STR, "depends_on": _OPT_INT,
+                "ambiguity_info": "null or {utterance, clarification} strings",
+                "gold_key_values": "a list of objects", "gold_triples": "a list of strings"}
+_TURN_OPTIONAL = {"ambiguity_info", "gold_key_values", "gold_triples"}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _field_ok(kind: str, v: Any) -> bool:
+    if kind == _STR:
+        return isinstance(v, str)
+    if kind == _INT:
+        return _is_int(v)
+    if kind == _OPT_INT:
+        return v is None or _is_int(v)
+    if kind.startswith("a list of strings"):
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+    if kind == "a list of lists":
+        return isinstance(v, list) and all(isinstance(x, list) for x in v)
+    if kind == "a list of objects":
+        return isinstance(v, list) and all(isinstance(x, dict) for x in v)
+    if kind.startswith("null or"):
+        return v is None or (isinstance(v, dict) and isinstance(v.get("utterance"), str)
+                             and isinstance(v.get("clarification"), str))
+    return isinstance(v, list) and bool(v)  # turns
+
+
+def _check_fields(raw: Any, fields: dict[str, str], optional: set[str], where: str) -> None:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where or 'the line'}: expected a JSON object, got {type(raw).__name__}")
+    for name, kind in fields.items():
+        if name not in raw:
+            if name in optional:
+                continue
+            raise ValueError(f"field {where}{name} is missing")
+        if not _field_ok(kind, raw[name]):
+            raise ValueError(f"field {where}{name} must be {kind}, got {json.dumps(raw[name])[:60]}")
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown field {where}{unknown[0]}")
+
+
+def validate_session(raw: Any) -> None:
+    """Raise ValueError naming the first field of a session record that is missing or of the wrong type."""
+    _check_fields(raw, _SESSION_FIELDS, set(), "")
+    for i, turn in enumerate(raw["turns"]):
+        _check_fields(turn, _TURN_FIELDS, _TURN_OPTIONAL, f"turns[{i}].")
+
+
 def read_sessions(path: str | Path) -> Iterator[Session]:
-    """Sessions from a ``sessions.jsonl`` file (or a build directory holding one)."""
+    """Sessions from a ``sessions.jsonl`` file (or a build directory holding one); every record is
+    validated field by field, and an error names the file, the line and the field."""
     path = Path(path)
     if path.is_dir():
         path = path / "sessions.jsonl"
@@ -113,6 +168,9 @@ def read_sessions(path: str | Path) -> Iterator[Session]:
         for lineno, line in enumerate(f, 1):
             if line.strip():
                 try:
-                    yield Session.from_dict(json.loads(line))
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(f"{path}:{lineno}: not a session record ({exc})") from exc
+                    raw = json.loads(line)
+                    validate_session(raw)
+                    session = Session.from_dict(raw)
+                except (ValueError, KeyError, TypeError, RecursionError) as exc:
+                    raise ValueError(f"{path}:{lineno}: not a session record ({exc})") from None
+                yield session

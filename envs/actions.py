@@ -23,7 +23,9 @@ Accepted forms, tried in this order (``<think>…</think>`` blocks are removed f
    SUBMIT_ANSWER of the answer.
 
 ``parse_action`` never raises: text that matches none of these, or whose argument is missing, gives a
-``ParseError`` whose message tells the model what to send instead.
+``ParseError`` whose message tells the model what to send instead. Parsing is bounded: an action over
+``MAX_ACTION_CHARS`` characters, or JSON nested deeper than ``MAX_JSON_DEPTH``, is a ParseError (never a
+RecursionError), and ``loads_bounded`` gives the same guarantee to other readers of model-written JSON.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ INVALID = "INVALID"
 
 _ARG_KEYS = {EXECUTE: ("query", "cypher", "input", "payload"), SUBMIT: ("query", "cypher", "input", "payload"),
              ASK: ("question", "input", "payload", "text"), SEARCH: (), INSPECT: ()}
+
+MAX_ACTION_CHARS = 200_000  # the environment's text limit
+MAX_JSON_DEPTH = 32  # tool calls nest two or three levels
 
 HELP = ("Send exactly one action, e.g. `EXECUTE_CYPHER <query>`, `INSPECT_SCHEMA`, "
         "`SEARCH_VALUES {\"label\": …, \"property\": …, \"query\": …}`, `ASK_USER <question>` or "
@@ -70,6 +75,44 @@ _LINE = re.compile(r"^[ \t>*`#-]*(?:action\s*:\s*)?(EXECUTE_CYPHER|INSPECT_SCHEM
 _FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```\s*$", re.S)
 
 
+class JSONTooDeep(ValueError):
+    """Model-written JSON nested deeper than MAX_JSON_DEPTH."""
+
+
+def _json_depth(text: str) -> int:
+    """The deepest [/{ nesting of ``text`` outside JSON strings (a linear scan, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def loads_bounded(text: str) -> Any:
+    """json.loads for model-written text: JSONTooDeep (a ValueError) past MAX_JSON_DEPTH instead of a
+    RecursionError, whatever the brackets (cut mid-way or thousands deep)."""
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise JSONTooDeep(f"JSON nested {depth} levels deep; the limit is {MAX_JSON_DEPTH}")
+    try:
+        return json.loads(text)
+    except RecursionError:  # defensive: the scan above already bounds the depth
+        raise JSONTooDeep(f"JSON nested too deeply; the limit is {MAX_JSON_DEPTH}") from None
+
+
 def _unfence(text: str) -> str:
     text = text.strip()
     m = _FENCE.match(text)
@@ -91,7 +134,7 @@ def _from_call(name: Any, args: Any) -> Action | ParseError:
         stripped = args.strip()
         if stripped.startswith("{"):
             try:
-                args = json.loads(stripped)
+                args = loads_bounded(stripped)
             except ValueError:
                 pass
     if kind == INSPECT:
@@ -128,20 +171,26 @@ def parse_action(text: Any) -> Action | ParseError:
     """Parse one model output into an action (see the module docstring). Never raises."""
     if not isinstance(text, str):
         return ParseError(f"an action must be text, got {type(text).__name__}. {HELP}")
+    if len(text) > MAX_ACTION_CHARS:
+        return ParseError(f"the response is {len(text)} characters long; the limit is {MAX_ACTION_CHARS}. {HELP}")
     text = _THINK.sub("", text).strip()
     if not text:
         return ParseError(f"the response is empty. {HELP}")
     m = _TOOL_CALL.search(text)
     if m:
         try:
-            call = json.loads(m.group(1))
+            call = loads_bounded(m.group(1))
+        except JSONTooDeep as exc:
+            return ParseError(f"the <tool_call> is not a valid call: {exc}. {HELP}")
         except ValueError as exc:
             return ParseError(f"the <tool_call> does not hold valid JSON ({exc.msg} at character {exc.pos}). {HELP}")
         parsed = _from_json(call)
         return parsed if parsed is not None else ParseError(f"a tool call needs \"name\" and \"arguments\". {HELP}")
     if text.startswith("{"):
         try:
-            parsed = _from_json(json.loads(text))
+            parsed = _from_json(loads_bounded(text))
+        except JSONTooDeep as exc:
+            return ParseError(f"the JSON action is not valid: {exc}. {HELP}")
         except ValueError:
             parsed = None
         if parsed is not None:

@@ -13,7 +13,7 @@ import sys
 
 from benchmark.session import read_sessions
 from envs.simulator import UserSimulator
-from graphs.spec import get_spec
+from graphs.spec import SpecError, get_spec
 
 
 def schema_terms(world: str) -> set[str]:
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--asks", type=int, default=1, help="how many asks this turn so far, this one included")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    if args.asks < 1:
+        p.error(f"--asks must be >= 1 (this question counts), got {args.asks}")
     try:
         session = next((s for s in read_sessions(args.dataset) if s.id == args.session), None)
     except (OSError, ValueError) as exc:
@@ -46,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     if turn is None:
         print(f"error: session {args.session} has no turn {args.turn}", file=sys.stderr)
         return 2
-    sim = UserSimulator(schema_terms(session.world))
+    try:
+        terms = schema_terms(session.world)
+    except SpecError as exc:
+        print(f"error: session {args.session} names world {session.world!r}, which has no spec: {exc}", file=sys.stderr)
+        return 2
+    sim = UserSimulator(terms)
     reply = sim.reply(args.question, turn, args.persona or session.persona, args.asks)
     print(json.dumps(reply.to_dict(), ensure_ascii=False) if args.json else f"[{reply.intent}] {reply.reply}")
     return 0

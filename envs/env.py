@@ -34,7 +34,7 @@ import gymnasium as gym
 
 from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
-from envs.actions import ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, parse_action
+from envs.actions import ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, loads_bounded, parse_action
 from envs.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.executor import SafeExecutor
@@ -243,7 +243,7 @@ class CypherTurnEnv(gym.Env):
     def _search(self, argument: Any) -> str:
         if isinstance(argument, str):
             try:
-                argument = json.loads(argument)
+                argument = loads_bounded(argument)
             except ValueError as exc:
                 return prompts.error_text("parse", f"SEARCH_VALUES needs a JSON object "
                                                    f"{{\"label\", \"property\", \"query\"}}: {exc}")

@@ -58,9 +58,37 @@ class LLMAgent:
         return text
 
 
+def _infrastructure_errors() -> tuple[type[BaseException], ...]:
+    """What an unreachable or restarting Neo4j raises outside the executor (which never raises)."""
+    from neo4j.exceptions import DriverError, Neo4jError
+
+    from graphs.connections import ConfigError
+    from graphs.server import ServerError
+
+    return DriverError, Neo4jError, ConfigError, ServerError, OSError
+
+
+def reset_with_retry(env: CypherTurnEnv, session_id: str, *, attempts: int = 4, backoff: float = 2.0):
+    """env.reset, retried with exponential backoff while Neo4j is unreachable (reset reads the schema;
+    a local server that died is restarted by the next attempt). Raises the last error when all fail."""
+    for attempt in range(attempts):
+        try:
+            return env.reset(options={"session_id": session_id})
+        except _infrastructure_errors():
+            if attempt == attempts - 1:
+                raise
+            time.sleep(backoff * 2 ** attempt)
+
+
 def play_session(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:
-    """One session's records; a backend failure marks the unplayed turns as infrastructure errors."""
-    obs, info = env.reset(options={"session_id": session_id})
+    """One session's records; a backend failure, or a Neo4j outage outlasting the retries of reset,
+    marks the unplayed turns as infrastructure errors (never a traceback, never a model error)."""
+    try:
+        obs, info = reset_with_retry(env, session_id)
+    except _infrastructure_errors() as exc:
+        env.session = next(s for s in env.sessions if s.id == session_id)
+        env.actions, env.outputs, env.budget = [], [], None
+        return _infra_records(env, 0, f"Neo4j unavailable at reset: {type(exc).__name__}: {exc}")
     records: list[dict] = []
     done = False
     while not done:
@@ -130,7 +158,7 @@ def run(args) -> dict:
                              "use another --out or the same flags")
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     traj = out / "trajectories.jsonl"
-    done_ids = {r["session_id"] for r in read_records(traj)} if traj.is_file() else set()
+    done_ids = _scored_sessions(traj)
     todo = [s for s in sessions if s.id not in done_ids]
     backend = None if args.model == "oracle" else make_backend(args.backend, args.model, api_base=args.api_base,
                                                                api_key=_api_key(args), device=args.device,
@@ -153,10 +181,10 @@ def run(args) -> dict:
     local = threading.local()
     envs: list[CypherTurnEnv] = []
     agents: list = []
-    turns_played = 0
+    turns_played = sessions_played = 0
 
     def worker(session_id: str) -> None:
-        nonlocal turns_played
+        nonlocal turns_played, sessions_played
         if not hasattr(local, "env"):
             local.env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget,
                                       variant=args.variant, user_simulator_backend=sim_backend)
@@ -169,6 +197,7 @@ def run(args) -> dict:
         with lock:  # whole sessions only: a killed run never leaves half a session behind
             append_records(traj, records)
             turns_played += len(records)
+            sessions_played += 1
             bar.update(1)
 
     from concurrent.futures import ThreadPoolExecutor
@@ -176,9 +205,19 @@ def run(args) -> dict:
     t0 = time.perf_counter()
     with tqdm(total=len(sessions), initial=len(sessions) - len(todo), desc="evaluating", unit="session",
               file=sys.stderr, disable=args.quiet) as bar:
-        with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
-            for f in [pool.submit(worker, s.id) for s in todo]:
-                f.result()
+        for attempt in range(args.infra_retries + 1):
+            if attempt:  # replay the sessions an outage spoiled, after a pause for the server to come back
+                todo = [s for s in sessions if s.id not in _scored_sessions(traj)]
+                if not todo:
+                    break
+                print(f"{len(todo)} sessions had infrastructure errors; replaying them (retry {attempt} of "
+                      f"{args.infra_retries})", file=sys.stderr)
+                time.sleep(min(60.0, 5.0 * 2 ** (attempt - 1)))
+                bar.reset(total=len(todo))
+            _drop_sessions(traj, {s.id for s in todo})
+            with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
+                for f in [pool.submit(worker, s.id) for s in todo]:
+                    f.result()
     play_s = time.perf_counter() - t0
     records = [r for r in read_records(traj) if r["session_id"] in {s.id for s in sessions}]
     from benchmark.summary import summarize, write_report
@@ -187,7 +226,7 @@ def run(args) -> dict:
     metrics = summarize(records, psjs=not args.no_psjs)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n")
     write_report(out / "report.md", meta, metrics)
-    _write_timing(out / "timing.json", concurrency=max(1, args.concurrency), sessions_played=len(todo),
+    _write_timing(out / "timing.json", concurrency=max(1, args.concurrency), sessions_played=sessions_played,
                   turns_played=turns_played, play_s=play_s, neo4j_s=sum(e.db_ms for e in envs) / 1000.0,
                   model_s=sum(getattr(a, "model_seconds", 0.0) for a in agents),
                   score_s=time.perf_counter() - t1, turns_scored=len(records),
@@ -196,6 +235,32 @@ def run(args) -> dict:
         print(f"warning: {backend.context_overflows} prompts did not fit the model's context of "
               f"{backend.context_limit} tokens; they were answered with an empty (malformed) action", file=sys.stderr)
     return metrics
+
+
+def _scored_sessions(traj: Path) -> set[str]:
+    """Sessions written whole with no infrastructure-error turn: a resumed run skips these and replays
+    the others."""
+    if not traj.is_file():
+        return set()
+    seen: set[str] = set()
+    spoiled: set[str] = set()
+    for r in read_records(traj):
+        seen.add(r["session_id"])
+        if r.get("infra_error"):
+            spoiled.add(r["session_id"])
+    return seen - spoiled
+
+
+def _drop_sessions(traj: Path, session_ids: set[str]) -> None:
+    """Remove the records of sessions about to be replayed (atomically), so none is counted twice."""
+    if not traj.is_file():
+        return
+    lines = traj.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if line.strip() and json.loads(line)["session_id"] not in session_ids]
+    if len(kept) != len([line for line in lines if line.strip()]):
+        tmp = traj.with_name(traj.name + ".tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        tmp.replace(traj)
 
 
 def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_played: int, play_s: float,
@@ -260,22 +325,41 @@ def _user_sim(spec: str):
     raise ValueError(f"--user-sim must be 'rule' or 'openai:BASE_URL:MODEL', got {spec!r}")
 
 
+def _bounded(kind, low, high=None, *, low_open=False):
+    """An argparse type: ``kind`` within [low, high] (low excluded when ``low_open``), else a clear error."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+        if value != value or (value <= low if low_open else value < low) or (high is not None and value > high):
+            bound = f"> {low}" if low_open else f">= {low}"
+            raise argparse.ArgumentTypeError(f"must be {bound}" + (f" and <= {high}" if high is not None else "")
+                                             + f", got {text}")
+        return value
+    return parse
+
+
+_POSITIVE = _bounded(int, 1)
+_NON_NEGATIVE = _bounded(int, 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m envs.evaluate", description="Score a model on CypherTurn")
     p.add_argument("--model", required=True, help="checkpoint dir or hub id, 'oracle', or 'smollm2-135m'")
     p.add_argument("--backend", choices=["hf", "vllm", "openai"], default="hf")
     p.add_argument("--protocol", choices=["guided", "agentic"], default="guided")
-    p.add_argument("--budget", type=int, default=3, help="agentic budget multiplier m (B = T x m), any positive integer")
+    p.add_argument("--budget", type=_POSITIVE, default=3, help="agentic budget multiplier m (B = T x m), any positive integer")
     p.add_argument("--variant", choices=["persistent_schema", "disclosed_horizon", "budget_encouraging"])
     p.add_argument("--dataset", help="a build directory (default: the default test build, built on demand)")
-    p.add_argument("--limit", type=int, help="only the first N sessions")
-    p.add_argument("--concurrency", type=int, default=8, help="sessions played at once")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, help="default 512 (64 for smollm2-135m, a CPU smoke test)")
+    p.add_argument("--limit", type=_POSITIVE, help="only the first N sessions (N >= 1)")
+    p.add_argument("--concurrency", type=_POSITIVE, default=8, help="sessions played at once")
+    p.add_argument("--temperature", type=_bounded(float, 0.0, 100.0), default=0.0)
+    p.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, low_open=True), default=1.0)
+    p.add_argument("--max-new-tokens", type=_POSITIVE, help="default 512 (64 for smollm2-135m, a CPU smoke test)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", help="hf backend: cuda, cpu, ... (default: cuda if visible, else cpu)")
-    p.add_argument("--batch-size", type=int,
+    p.add_argument("--batch-size", type=_POSITIVE,
                    help="most chats generated together: hf 8 on a GPU, 1 on CPU; vllm 256 per engine call")
     p.add_argument("--no-prefix-cache", action="store_true",
                    help="hf backend: prefill every prompt whole instead of reusing the KV cache of a shared prefix")
@@ -285,7 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--user-sim", default="rule", help="'rule' or 'openai:BASE_URL:MODEL'")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for --backend openai")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    p.add_argument("--api-retries", type=int, default=4, help="retries of 429/5xx/timeouts, with backoff")
+    p.add_argument("--api-retries", type=_NON_NEGATIVE, default=4, help="retries of 429/5xx/timeouts, with backoff")
+    p.add_argument("--infra-retries", type=_NON_NEGATIVE, default=2,
+                   help="replays of sessions spoiled by a Neo4j or model-server outage, with backoff (0: report "
+                        "them and exit with status 3)")
     p.add_argument("--out", help="run directory (default runs/<model>-<protocol>)")
     p.add_argument("--no-psjs", action="store_true", help="skip PSJS (two extra queries per turn)")
     p.add_argument("--quiet", action="store_true")
@@ -294,9 +381,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.budget < 1:
-        print("error: --budget must be a positive integer", file=sys.stderr)
-        return 2
     try:
         metrics = run(args)
     except (ValueError, FileNotFoundError, BackendError) as exc:
@@ -304,6 +388,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps({k: metrics[k] for k in ("ex", "ex_relaxed", "psjs", "sem", "turns_scored", "infra_errors")
                       if k in metrics}))
+    if not metrics.get("turns_scored"):
+        print(f"error: no turn was scored ({metrics.get('infra_errors', 0)} infrastructure errors): is the model "
+              "server or Neo4j reachable? see the infra_error of the records in trajectories.jsonl", file=sys.stderr)
+        return 3
+    if metrics.get("infra_errors"):
+        print(f"error: {metrics['infra_errors']} turns were not scored because of infrastructure errors; rerun "
+              "the same command to replay their sessions", file=sys.stderr)
+        return 3
     return 0
 
 

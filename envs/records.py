@@ -43,11 +43,22 @@ class TurnRecord:
         return asdict(self)
 
 
+def record_line(record: dict[str, Any]) -> str:
+    """One JSON line for any record: text stays readable, and a string UTF-8 cannot hold (a lone
+    surrogate from a model's output) is written as a JSON escape, so it reads back unchanged."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record)
+    return line
+
+
 def append_records(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
     """Append records as JSON lines and flush, so a killed run keeps every finished session."""
     with open(path, "a", encoding="utf-8") as f:
         for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            f.write(record_line(r) + "\n")
         f.flush()
 
 

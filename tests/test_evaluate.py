@@ -100,10 +100,10 @@ def test_persistent_api_failures_are_counted_not_scored(dataset, tmp_path):
     try:
         out = _evaluate("--model", "some-model", "--backend", "openai", "--api-base",
                         f"http://127.0.0.1:{server.server_port}/v1", "--api-retries", "1", "--dataset", str(dataset),
-                        "--limit", "2", "--out", str(tmp_path))
+                        "--limit", "2", "--out", str(tmp_path), "--infra-retries", "0")
     finally:
         server.shutdown()
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3 and "no turn was scored" in out.stderr, out.stderr  # never a silent rc 0
     m = _metrics(tmp_path)
     assert m["turns_scored"] == 0 and m["infra_errors"] == m["turns"] > 0 and m["ex"] is None
     records = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
