@@ -172,7 +172,7 @@ class Verdict:
 
 def same_text(a: str | None, b: str | None) -> bool:
     """Whether two query texts are the same up to surrounding whitespace and a final ``;``."""
-    if a is None or b is None:
+    if not isinstance(a, str) or not isinstance(b, str):
         return False
     return a.strip().rstrip(";").strip() == b.strip().rstrip(";").strip()
 
