@@ -22,12 +22,14 @@ pytestmark = [pytest.mark.neo4j, pytest.mark.destructive]
 
 def test_neo4j_killed_mid_run_then_resumed_scores_every_turn(tmp_path):
     dataset = tmp_path / "set"
-    build("test", dataset, seed=5, sessions=10, hf=False)
+    build("test", dataset, seed=5, sessions=6, hf=False)
     ports = server.serve(progress=lambda *_: None).ports
     out = tmp_path / "run"
     args = [sys.executable, "-m", "envs.evaluate", "--model", "oracle", "--protocol", "agentic", "--dataset",
-            str(dataset), "--out", str(out), "--concurrency", "2", "--quiet", "--no-psjs", "--infra-retries", "0"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            str(dataset), "--out", str(out), "--concurrency", "4", "--quiet", "--no-psjs", "--infra-retries", "0"]
+    # no autostart in the first run: the outage outlasts env.reset's retries, so turns become infra errors
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CYPHERTURN_NO_AUTOSTART": "1"})
     traj = out / "trajectories.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (traj.is_file() and len(traj.read_text().splitlines()) >= 2):
@@ -36,12 +38,20 @@ def test_neo4j_killed_mid_run_then_resumed_scores_every_turn(tmp_path):
     stdout, stderr = proc.communicate(timeout=600)
     assert "Traceback" not in stderr, stderr
     assert proc.returncode in (0, 3), stderr  # 3: turns lost to the outage are reported, not scored
+    first = [json.loads(line) for line in traj.read_text().splitlines()]
+    spoiled = {r["session_id"] for r in first if r["infra_error"]}
+    assert all(r["ex"] is None for r in first if r["infra_error"])  # never scored as a model error
+    assert proc.returncode == 3 and spoiled, (proc.returncode, stderr)
+    assert "infrastructure errors" in stderr
+    kept = [line for line in traj.read_text().splitlines() if json.loads(line)["session_id"] not in spoiled]
 
     resumed = subprocess.run(args[:-2] + ["--infra-retries", "3"], capture_output=True, text=True, timeout=900)
+    # the resumed run replayed exactly the spoiled sessions: every other line is untouched
+    assert [line for line in traj.read_text().splitlines() if json.loads(line)["session_id"] not in spoiled] == kept
     assert resumed.returncode == 0, resumed.stderr
     assert "Traceback" not in resumed.stderr
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["ex"] == 1.0 and metrics["infra_errors"] == 0 and metrics["sessions"] == 10
+    assert metrics["ex"] == 1.0 and metrics["infra_errors"] == 0 and metrics["sessions"] == 6
     records = [json.loads(line) for line in traj.read_text().splitlines()]
     assert len(records) == metrics["turns"] == metrics["turns_scored"]  # each turn once, all scored
     assert len({(r["session_id"], r["turn_index"]) for r in records}) == len(records)
