@@ -2,7 +2,8 @@
 
 Contract:
 
-- ``reset(seed=None, options=None)`` picks a session: ``options={"session_id": ID}`` picks that one;
+- ``reset(seed=None, options=None)`` picks a session (raising ``EnvUnavailable`` when Neo4j stays
+  unreachable through a few retries with backoff): ``options={"session_id": ID}`` picks that one;
   otherwise the session is drawn from the dataset with the env's RNG (seeded by ``seed``). It returns
   the first turn prompt and ``info`` with ``system_prompt``, ``session_id``, ``turns``, ``new_turn``.
   ``options["start_turn"] = k`` starts at turn k as if turns 0..k-1 had each been answered with its
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import string
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,31 @@ CHARSET = frozenset(string.printable + "".join(chr(c) for c in range(0xA0, 0x250
 def sanitize(text: str) -> str:
     text = "".join(ch if ch in CHARSET else "?" for ch in text)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 20] + "\n...(cut)"
+
+
+RESET_ATTEMPTS, RESET_BACKOFF_S = 4, 2.0  # reset reads the schema: 2 + 4 + 8 s of patience for an outage
+
+
+class EnvUnavailable(RuntimeError):
+    """Neo4j could not be reached by ``reset`` after retries: infrastructure, not the agent's doing."""
+
+
+def _introspect(world: str):
+    """The world's schema, retried with backoff while Neo4j is unreachable (a local server that died is
+    restarted on its ports by the next attempt); EnvUnavailable when every attempt fails."""
+    from neo4j.exceptions import DriverError, Neo4jError
+
+    from graphs.connections import ConfigError
+    from graphs.server import ServerError
+
+    for attempt in range(RESET_ATTEMPTS):
+        try:
+            return introspect(world)
+        except (DriverError, Neo4jError, ConfigError, ServerError, OSError) as exc:
+            if attempt == RESET_ATTEMPTS - 1:
+                raise EnvUnavailable(f"Neo4j is unavailable for world {world!r} after {RESET_ATTEMPTS} attempts: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+            time.sleep(RESET_BACKOFF_S * 2 ** attempt)
 
 
 _DATASET_CACHE: dict[str, list[Session]] = {}
@@ -110,7 +137,7 @@ class CypherTurnEnv(gym.Env):
             self.session = self.sessions[int(self.np_random.integers(len(self.sessions)))]
         s = self.session
         self.executor = SafeExecutor(s.world, timeout=self.timeout, max_rows=1000)
-        self.schema = introspect(s.world)
+        self.schema = _introspect(s.world)
         self.simulator = UserSimulator(self.schema.terms(), self._backend)
         self.turn_index = 0
         self.records: list[TurnRecord] = []

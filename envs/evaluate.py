@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from envs.backends import BackendError, GenerationSettings, make_backend
-from envs.env import CypherTurnEnv, load_dataset
+from envs.env import CypherTurnEnv, EnvUnavailable, load_dataset
 from envs.oracle import OracleAgent
 from envs.records import append_records, read_records
 
@@ -58,37 +58,15 @@ class LLMAgent:
         return text
 
 
-def _infrastructure_errors() -> tuple[type[BaseException], ...]:
-    """What an unreachable or restarting Neo4j raises outside the executor (which never raises)."""
-    from neo4j.exceptions import DriverError, Neo4jError
-
-    from graphs.connections import ConfigError
-    from graphs.server import ServerError
-
-    return DriverError, Neo4jError, ConfigError, ServerError, OSError
-
-
-def reset_with_retry(env: CypherTurnEnv, session_id: str, *, attempts: int = 4, backoff: float = 2.0):
-    """env.reset, retried with exponential backoff while Neo4j is unreachable (reset reads the schema;
-    a local server that died is restarted by the next attempt). Raises the last error when all fail."""
-    for attempt in range(attempts):
-        try:
-            return env.reset(options={"session_id": session_id})
-        except _infrastructure_errors():
-            if attempt == attempts - 1:
-                raise
-            time.sleep(backoff * 2 ** attempt)
-
-
 def play_session(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:
     """One session's records; a backend failure, or a Neo4j outage outlasting the retries of reset,
     marks the unplayed turns as infrastructure errors (never a traceback, never a model error)."""
     try:
-        obs, info = reset_with_retry(env, session_id)
-    except _infrastructure_errors() as exc:
+        obs, info = env.reset(options={"session_id": session_id})  # retries an outage itself
+    except EnvUnavailable as exc:
         env.session = next(s for s in env.sessions if s.id == session_id)
         env.actions, env.outputs, env.budget = [], [], None
-        return _infra_records(env, 0, f"Neo4j unavailable at reset: {type(exc).__name__}: {exc}")
+        return _infra_records(env, 0, str(exc))
     records: list[dict] = []
     done = False
     while not done:
