@@ -15,7 +15,19 @@ runs the verification gates (DESIGN §5):
 - ``depends``: the same step applied to every node of the label gives a different result, so the
   turn really depends on the prior set;
 - ``leak``: the utterance has no unfilled slot, Cypher keyword or schema identifier (unless the
-  persona is technical).
+  persona is technical);
+- ``column_rule``: every returned column is named by the rule the task prompt states
+  (:func:`benchmark.chain.column_rule_violations`);
+- ``repeated_set``: a listed result is not a set the session already listed (no EXPAND round trip
+  back to where it started, no filter that keeps what an earlier turn showed);
+- ``ambiguous_backref``: a turn that goes back past a topic shift names a set of another kind than
+  the current one ("the fleets from before" is never said while fleets are current);
+- ``round_threshold``: a threshold is a round number (1600000, 0.35, 12.5; a year exactly) that
+  still splits the set.
+
+The semantic choices follow the world spec: sums only over properties marked ``additive``, max /
+avg / rankings only over ``comparable`` ones, a ``symmetric`` relationship read in both directions; a
+CONTRAST never complements a CONTRAST.
 
 A candidate that fails a gate is counted under the gate's name and another candidate is tried; a
 session that cannot be completed is dropped and counted. Every random choice comes from one
@@ -27,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 from collections import Counter
@@ -45,15 +58,23 @@ MAX_SET = 60  # largest listed result kept
 MIN_OPENING = 2  # an opening lists at least this many entities
 AMBIGUITY_RATE = 0.2  # of the turns whose family has an ambiguous wording (about 5-10% of all turns)
 BACKREF_RATE = 0.3  # after a topic shift, share of chain turns that go back to the set before it
+GROUPED_RATE = 0.35  # of AGG_COUNT turns on a set with a categorical property: "how many for each ..."
+MIN_RATE = 0.4  # of AGG_MAX turns: the minimum instead
+EDGE_AGG_RATE = 0.4  # of aggregates right after an expansion: over the relationship's own property
+TWO_HOP_RATE = 0.2  # of openings and topic shifts: a set two hops from a named entity
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
+LISTING_MODES = ("none", "topic_shift", "expand", "pivot", "contrast", "value_narrow", "narrow")
+# how a user goes back past a topic shift (the noun names the earlier set, never the current one)
+BACK_LEADS = ("Going back to the {noun} from before", "Back to the {noun} from before",
+              "Returning to the {noun} we had earlier", "Let's go back to the {noun} from earlier")
 
 CYPHER_KEYWORDS = ("MATCH", "RETURN", "WHERE", "WITH", "ORDER BY", "LIMIT", "DISTINCT", "OPTIONAL",
                    "UNWIND", "CALL", "CREATE", "MERGE", "DETACH", "DELETE", "COUNT(", "COLLECT(")
 FILTERS = ("FILTER", "REFINE", "THRESHOLD", "COMPOUND")
 # how often each phenomenon is proposed (before feasibility); TOPIC_SHIFT rarer, as in the paper
-WEIGHTS = {"EXPAND": 10, "RECURSE": 8, "PIVOT": 8, "AGG_COUNT": 6, "AGG_MAX": 5, "AGG_AVG": 5, "AGG_SUM": 5,
-           "FILTER": 8, "REFINE": 10, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
+WEIGHTS = {"EXPAND": 10, "RECURSE": 24, "PIVOT": 8, "AGG_COUNT": 6, "AGG_MAX": 5, "AGG_AVG": 5, "AGG_SUM": 5,
+           "FILTER": 8, "REFINE": 24, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
 
 
 class BuildUnavailable(RuntimeError):
@@ -115,11 +136,30 @@ class WorldBuilder:
         self._props = {n.label: {p.name: p for p in n.properties} for n in self.spec.nodes}
         self._last_phen: list[str] = []  # per session being built
         self._seen_queries: set[str] = set()
+        self._used_phrases: set[str] = set()  # persona phrases the session has said
+        self._pending_phrases: set[str] = set()  # ... and those of the candidate turn
+        self._seen_sets: list[list] = []
 
     # -- schema helpers ---------------------------------------------------------------------------
     def numeric(self, label: str) -> list[str]:
         return [p.name for p in self._props[label].values()
                 if p.type in ("int", "float") and p.name != self.keys[label] and not p.values]
+
+    def aggregable(self, label: str, phen: str) -> list[str]:
+        """Numeric properties an aggregate means something over: a sum needs ``additive``, max / avg
+        (and a ranking) need ``comparable`` (graphs/spec.py)."""
+        flag = "additive" if phen == "AGG_SUM" else "comparable"
+        return [p for p in self.numeric(label) if getattr(self._props[label][p], flag)]
+
+    def agg_prop(self, label: str, prop: str) -> str:
+        """The property's words in an aggregate or a comparison: a count-like plural becomes
+        "number of ..." ("the highest number of vessels", never "the highest vessels")."""
+        phrase = self.lex.prop(label, prop)
+        head = phrase.split(" in ")[0].split()[-1].lower()
+        plural = len(head) > 3 and head.endswith("s") and not head.endswith(("ss", "us", "is", "ics"))
+        if plural and self._props[label][prop].type == "int":
+            return f"number of {phrase}"
+        return phrase
 
     def categorical(self, label: str) -> list[str]:
         return [p.name for p in self._props[label].values()
@@ -131,12 +171,13 @@ class WorldBuilder:
         for r in self.spec.relationships:
             if r.source == label:
                 out.append((r, True, r.target))
-            if r.target == label:
+            if r.target == label and not r.symmetric:  # a symmetric type has one reading
                 out.append((r, False, r.source))
         return out
 
     def link_phrase(self, r: RelationshipSpec, forward: bool) -> str:
         # forward from the set: the new nodes are targets -> "<targets> FORWARD <sources>"
+        forward = forward or r.symmetric
         return self.lex.link(r.type, r.source, r.target, "forward" if forward else "backward")
 
     # -- database ---------------------------------------------------------------------------------
@@ -166,6 +207,10 @@ class WorldBuilder:
             raise GateFailure("non_empty")
         if listing and len(r.rows) > MAX_SET:
             raise GateFailure("size", f"{len(r.rows)} rows")
+        if chain.column_rule_violations(step.cypher) or list(r.columns) != list(step.columns):
+            raise GateFailure("column_rule", ", ".join(chain.column_rule_violations(step.cypher)))
+        if listing and canonical_rows(r.rows) in self._seen_sets:  # a set the session already listed
+            raise GateFailure("repeated_set")
         again = self.run(step.cypher)
         if again.error is not None or canonical_rows(again.rows) != canonical_rows(r.rows):
             raise GateFailure("deterministic")
@@ -179,20 +224,21 @@ class WorldBuilder:
     def universe(self, s: chain.EntitySet) -> chain.EntitySet:
         return chain.EntitySet(s.label, s.var, (f"MATCH ({s.var}:{chain.ident(s.label)})",))
 
-    def threshold(self, values: list, rng: random.Random) -> Any | None:
-        """A value strictly between two neighbouring member values that splits the set."""
+    def threshold(self, values: list, rng: random.Random, year: bool = False) -> Any | None:
+        """A round value (as people say it: 1600000, 250, 0.35, 12.5) strictly between two neighbouring
+        member values, so it splits the set; None when no gap holds one."""
         distinct = sorted(set(values))
-        if len(distinct) < 2:
-            return None
-        i = rng.randrange(1, len(distinct))
-        lo, hi = distinct[i - 1], distinct[i]
-        if isinstance(lo, int) and isinstance(hi, int):
-            if hi - lo < 2:
-                return None
-            mid = (lo + hi) // 2
-            return mid if lo < mid < hi else None
-        mid = round((lo + hi) / 2, 2)
-        return mid if lo < mid < hi else None
+        gaps = list(range(1, len(distinct)))
+        rng.shuffle(gaps)
+        whole = all(isinstance(v, int) for v in distinct)
+        for i in gaps:
+            lo, hi = distinct[i - 1], distinct[i]
+            if year and hi - lo >= 2:  # a year is said exactly ("before 1850")
+                return (lo + hi) // 2
+            t = round_between(lo, hi)
+            if t is not None and (not whole or isinstance(t, int)):
+                return t
+        return None
 
     def numeric_condition(self, base: chain.EntitySet, members: list[dict],
                           rng: random.Random) -> tuple[chain.Condition, str, bool, Any]:
@@ -203,15 +249,19 @@ class WorldBuilder:
             raise GateFailure("feasible")
         prop = rng.choice(nums)
         greater = rng.random() < 0.5
-        t = self.threshold([m[prop] for m in members if m.get(prop) is not None], rng)
-        if t is None:
-            raise GateFailure("strict_subset")
+        t = self.threshold([m[prop] for m in members if m.get(prop) is not None], rng, year="year" in prop)
+        if t is None:  # no round number splits the set
+            raise GateFailure("round_threshold")
         return chain.compare(base.var, base.label, prop, greater, t), prop, greater, t
 
     # -- turns --------------------------------------------------------------------------------------
     def make_opening(self, rng: random.Random, var: str, avoid_label: str | None) -> tuple[chain.Step, str, dict]:
         labels = [n.label for n in self.spec.nodes if n.label != avoid_label] or [n.label for n in self.spec.nodes]
         label = rng.choice(labels)
+        if rng.random() < TWO_HOP_RATE:
+            two = self._two_hop_opening(label, var, rng)
+            if two is not None:
+                return two
         if rng.random() < 0.7 and self.links(label):
             r, forward, other = rng.choice(self.links(label))
             # the anchor is the node at the other end: the set is `label` nodes linked to it
@@ -221,7 +271,7 @@ class WorldBuilder:
             # set nodes are targets when the anchor is the source (forward from the anchor)
             anchor_forward = not forward if r.source != r.target else rng.random() < 0.5
             step = chain.open_anchored(anchor_label, self.keys[anchor_label], anchor, r.type, anchor_forward,
-                                       label, self.keys[label], var)
+                                       label, self.keys[label], var, symmetric=r.symmetric)
             slots = {"target_noun": self.lex.noun(label), "link": self.link_phrase(r, anchor_forward),
                      "anchor_noun": self.lex.noun(anchor_label, plural=False), "anchor_name": self.lex.value(anchor)}
             return step, "ANCHORED", slots
@@ -235,6 +285,26 @@ class WorldBuilder:
         slots = {"target_noun": self.lex.noun(label), "prop": self.lex.prop(label, prop), "value": self.lex.value(value)}
         return step, "FILTERED", slots
 
+    def _two_hop_opening(self, label: str, var: str, rng: random.Random):
+        """"Which creatures are ridden by fleets commanded by the kingdom Vor?": the set is two hops from
+        a named entity (no self-relationship, never the same relationship twice)."""
+        near = [(r, f, m) for r, f, m in self.links(label) if r.source != r.target]
+        if not near:
+            return None
+        r2, f2, mid = rng.choice(near)
+        far = [(r, f, a) for r, f, a in self.links(mid) if r.source != r.target and r.type != r2.type]
+        if not far:
+            return None
+        r1, f1, anchor_label = rng.choice(far)
+        rows = self.graph.nodes[anchor_label]
+        anchor = rows[rng.randrange(len(rows))][self.keys[anchor_label]]
+        step = chain.open_two_hop(anchor_label, self.keys[anchor_label], anchor, (r1.type, not f1, r1.symmetric), mid,
+                                  (r2.type, not f2, r2.symmetric), label, self.keys[label], var)
+        slots = {"target_noun": self.lex.noun(label), "link": self.link_phrase(r2, not f2),
+                 "mid_noun": self.lex.noun(mid), "link2": self.link_phrase(r1, not f1),
+                 "anchor_noun": self.lex.noun(anchor_label, plural=False), "anchor_name": self.lex.value(anchor)}
+        return step, "TWO_HOP", slots
+
     def make_chain(self, phen: str, base: chain.EntitySet, prev_phen: str, rng: random.Random,
                    var: str) -> tuple[chain.Step, dict, bool, chain.Step | None]:
         """(step, slots, listing?, universe step for the depends gate)."""
@@ -246,13 +316,15 @@ class WorldBuilder:
             if not options:
                 raise GateFailure("feasible")
             r, forward, other = rng.choice(options)
-            step = chain.expand(base, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE")
-            ustep = chain.expand(uni, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE")
+            step = chain.expand(base, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
+                                symmetric=r.symmetric)
+            ustep = chain.expand(uni, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
+                                 symmetric=r.symmetric)
             slots.update(target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
             return step, slots, True, ustep
         if phen == "PIVOT":
             members = self.members(base)
-            props = [p for p in self.numeric(label) if sum(p in m for m in members) >= 2]
+            props = [p for p in self.aggregable(label, phen) if sum(p in m for m in members) >= 2]
             if not props or not self.links(label):
                 raise GateFailure("feasible")
             prop = rng.choice(props)
@@ -261,22 +333,41 @@ class WorldBuilder:
             if values[0] == values[1]:
                 raise GateFailure("ties", f"{prop} top two equal")
             r, forward, other = rng.choice(self.links(label))
-            step = chain.pivot(base, prop, highest, r.type, forward, other, self.keys[other], var)
-            ustep = chain.pivot(uni, prop, highest, r.type, forward, other, self.keys[other], var)
-            slots.update(prop=self.lex.prop(label, prop), extreme="highest" if highest else "lowest",
+            step = chain.pivot(base, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
+            ustep = chain.pivot(uni, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
+            slots.update(prop=self.agg_prop(label, prop), extreme="highest" if highest else "lowest",
                          target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
             return step, slots, True, ustep
         if phen == "AGG_COUNT":
+            groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate]
+            if groups and rng.random() < GROUPED_RATE:
+                prop = rng.choice(groups)
+                slots.update(group=self.lex.prop(label, prop), family="AGG_COUNT_GROUPED")
+                return chain.count_by(base, prop), slots, False, chain.count_by(uni, prop)
             return chain.count(base), slots, False, chain.count(uni)
+        if phen in chain.AGGREGATES and base.edge is not None and rng.random() < EDGE_AGG_RATE:
+            rel = next(r for r in self.spec.relationships if r.type == base.edge[1])
+            flag = "additive" if phen == "AGG_SUM" else "comparable"
+            props = [p.name for p in rel.properties if p.type in ("int", "float") and getattr(p, flag)]
+            if props:
+                prop = rng.choice(props)
+                fn = chain.AGGREGATES[phen]
+                slots.update(prop=self.lex.prop(rel.type, prop))
+                return (chain.aggregate_edges(base, fn, prop), slots, False,
+                        chain.universe_edges(rel.type, fn, prop))
         if phen in chain.AGGREGATES:
             members = self.members(base)
-            props = [p for p in self.numeric(label) if any(m.get(p) is not None for m in members)]
+            props = [p for p in self.aggregable(label, phen) if any(m.get(p) is not None for m in members)]
             if len(members) < 2 or not props:
                 raise GateFailure("feasible")
             prop = rng.choice(props)
-            slots.update(prop=self.lex.prop(label, prop))
-            return (chain.aggregate_numeric(base, phen, prop), slots, False,
-                    chain.aggregate_numeric(uni, phen, prop))
+            slots.update(prop=self.agg_prop(label, prop))
+            fn = None
+            if phen == "AGG_MAX" and rng.random() < MIN_RATE:  # the other extreme: the minimum
+                fn = "min"
+                slots["family"] = "AGG_MIN"
+            return (chain.aggregate_numeric(base, phen, prop, fn), slots, False,
+                    chain.aggregate_numeric(uni, phen, prop, fn))
         if phen in ("FILTER", "REFINE", "COMPOUND"):
             members = self.members(base)
             cats = [p for p in self.categorical(label) if p not in base.filtered_props]
@@ -284,6 +375,12 @@ class WorldBuilder:
                 raise GateFailure("feasible")
             if phen == "FILTER" and prev_phen in FILTERS + ("OPENING_FILTERED",):
                 raise GateFailure("feasible")
+            if phen != "COMPOUND" and len(members) >= 2:
+                flags, nullable = self.flags(label, base), self.nullable(label, base)
+                kinds = ["value"] * 2 * bool(cats) + ["flag"] * bool(flags) + ["exists"] * bool(nullable)
+                kind = rng.choice(kinds) if kinds else "value"
+                if kind != "value":
+                    return self._flag_or_exists(phen, kind, base, uni, members, flags, nullable, slots, rng)
             if not cats or len(members) < 2:
                 raise GateFailure("feasible")
             prop = rng.choice(cats)
@@ -298,7 +395,7 @@ class WorldBuilder:
                 keep = [m for m in members if m.get(prop) == value]
                 cond, nprop, greater, t = self.numeric_condition(base, keep, rng)
                 conds = [cond] + conds
-                slots = {**slots, "prop": self.lex.prop(label, nprop), "op": "more than" if greater else "less than",
+                slots = {**slots, "prop": self.agg_prop(label, nprop), "op": "more than" if greater else "less than",
                          "value": self.lex.value(t), "prop2": self.lex.prop(label, prop),
                          "value2": self.lex.value(value)}
             step = chain.narrow(base, self.keys[label], conds)
@@ -306,17 +403,55 @@ class WorldBuilder:
         if phen == "THRESHOLD":
             cond, prop, greater, t = self.numeric_condition(base, self.members(base), rng)
             conds = [cond]
-            slots.update(prop=self.lex.prop(label, prop), op="more than" if greater else "less than",
+            slots.update(prop=self.agg_prop(label, prop), op="more than" if greater else "less than",
                          value=self.lex.value(t))
             return chain.narrow(base, self.keys[label], conds), slots, True, chain.narrow(uni, self.keys[label], conds)
         if phen == "CONTRAST":
-            if base.parent is None or base.condition is None or prev_phen not in FILTERS + ("OPENING_FILTERED", "CONTRAST"):
+            # never the complement of a complement (that is the set two turns back)
+            if base.parent is None or base.condition is None or prev_phen not in FILTERS + ("OPENING_FILTERED",):
                 raise GateFailure("feasible")
             return chain.contrast(base, self.keys[label]), slots, True, None
         raise ValueError(f"unknown phenomenon {phen}")
 
-    def render(self, family: str, persona: str, slots: dict, rng: random.Random) -> str:
-        text = templates.render(family, persona, slots, rng)
+    def _flag_or_exists(self, phen: str, kind: str, base: chain.EntitySet, uni: chain.EntitySet, members: list,
+                        flags: list[str], nullable: list[str], slots: dict, rng: random.Random):
+        """A FILTER / REFINE on a boolean ("the ones marked as protected") or on whether a property is
+        recorded at all ("the ones with no recorded temperament")."""
+        label = base.label
+        if kind == "flag":
+            prop = rng.choice(flags)
+            values = sorted(v for v, c in Counter(m.get(prop) for m in members).items()
+                            if v is not None and c < len(members))
+            if not values:
+                raise GateFailure("strict_subset")
+            value = rng.choice(values)
+            cond = chain.equals(base.var, label, prop, value)
+            slots.update(flag=("" if value else "not ") + f"marked as {self.lex.prop(label, prop)}",
+                         family=f"{phen}_FLAG")
+        else:
+            prop = rng.choice(nullable)
+            have = sum(m.get(prop) is not None for m in members)
+            if have in (0, len(members)):
+                raise GateFailure("strict_subset")
+            present = rng.random() < 0.5
+            cond = chain.exists(base.var, prop, present)
+            slots.update(has=("a recorded " if present else "no recorded ") + self.lex.prop(label, prop),
+                         family=f"{phen}_EXISTS")
+        step = chain.narrow(base, self.keys[label], [cond])
+        return step, slots, True, chain.narrow(uni, self.keys[label], [cond])
+
+    def flags(self, label: str, s: chain.EntitySet) -> list[str]:
+        return [p.name for p in self._props[label].values() if p.type == "bool" and p.name not in s.filtered_props]
+
+    def nullable(self, label: str, s: chain.EntitySet) -> list[str]:
+        return [p.name for p in self._props[label].values()
+                if p.null_rate > 0 and p.name != self.keys[label] and p.name not in s.filtered_props]
+
+    def render(self, family: str, persona: str, slots: dict, rng: random.Random, turn: int) -> str:
+        # the session's used phrases change only when the turn is kept (a rejected candidate's do not)
+        used = set(self._used_phrases)
+        text = templates.render(family, persona, slots, rng, turn=turn, used=used)
+        self._pending_phrases |= used
         if persona not in TECHNICAL_PERSONAS:
             found = leaks(text, self.spec)
             if found:
@@ -334,6 +469,8 @@ class WorldBuilder:
         turns: list[Turn] = []
         self._last_phen: list[str] = []
         self._seen_queries: set[str] = set()
+        self._used_phrases: set[str] = set()
+        self._seen_sets: list[list] = []  # each listed result of the session, canonical rows
         states: list[_State] = []  # the active set after each turn
         shift_at: int | None = None  # the last topic shift's turn index
         var_count = 0
@@ -341,6 +478,7 @@ class WorldBuilder:
             for _attempt in range(CANDIDATE_TRIES):
                 var_count += 1
                 var = f"n{var_count}"
+                self._pending_phrases: set[str] = set()
                 try:
                     turn, state = self._one_turn(index, persona, states, shift_at, rng, var)
                 except GateFailure as failure:
@@ -349,6 +487,9 @@ class WorldBuilder:
                     continue
                 turns.append(turn)
                 states.append(state)
+                self._used_phrases |= self._pending_phrases
+                if turn.chain_mode in LISTING_MODES:
+                    self._seen_sets.append(turn.gold_rows)
                 self._last_phen.append(turn.phenomenon)
                 self._seen_queries.add(turn.gold_cypher)
                 if turn.phenomenon == "TOPIC_SHIFT":
@@ -367,7 +508,7 @@ class WorldBuilder:
             step, shape, slots = self.make_opening(rng, var, avoid)
             phen = "OPENING" if index == 0 else "TOPIC_SHIFT"
             slots.setdefault("back", "")
-            text = self.render(f"{phen}_{shape}", persona, slots, rng)
+            text = self.render(f"{phen}_{shape}", persona, slots, rng, index)
             r = self.verify(step, listing=True, universe_step=None)
             if len(r.rows) < MIN_OPENING:
                 raise GateFailure("size", "opening too small")
@@ -379,18 +520,20 @@ class WorldBuilder:
         back = ""
         if (shift_at is not None and shift_at > 0 and phen != "CONTRAST" and rng.random() < BACKREF_RATE):
             base_state = states[shift_at - 1]
-            back = f"Going back to the {self.lex.noun(base_state.set.label)} from before"
+            if base_state.set.label == active.set.label:  # "the fleets from before" while fleets are current
+                raise GateFailure("ambiguous_backref")
+            back = rng.choice(BACK_LEADS).format(noun=self.lex.noun(base_state.set.label))
         prev_phen = base_state.phenomenon if base_state is active else ""
         if back and phen not in self.feasible(base_state, ""):
             raise GateFailure("feasible")
         step, slots, listing, ustep = self.make_chain(phen, base_state.set, prev_phen, rng, var)
         slots["back"] = back
         ambiguity = None
-        family = phen
-        if f"{phen}_AMBIGUOUS" in templates.FAMILIES and rng.random() < AMBIGUITY_RATE:
-            ambiguity = {"utterance": self.render(f"{phen}_AMBIGUOUS", persona, slots, rng),
+        family = slots.pop("family", phen)  # a variant's own wording (AGG_MIN, FILTER_FLAG ...)
+        if family == phen and f"{phen}_AMBIGUOUS" in templates.FAMILIES and rng.random() < AMBIGUITY_RATE:
+            ambiguity = {"utterance": self.render(f"{phen}_AMBIGUOUS", persona, slots, rng, index),
                          "clarification": templates.clarification(f"{phen}_AMBIGUOUS", slots)}
-        text = self.render(family, persona, slots, rng)
+        text = self.render(family, persona, slots, rng, index)
         r = self.verify(step, listing=listing, universe_step=ustep)
         if phen in FILTERS + ("CONTRAST",):
             size = len(self.members(base_state.set)) if phen != "CONTRAST" else None
@@ -413,17 +556,16 @@ class WorldBuilder:
             ok.add("EXPAND")
         if any(r.source == r.target for r, _, _ in links):
             ok.add("RECURSE")
-        if numeric and links:
+        if self.aggregable(label, "AGG_MAX") and links:
             ok.add("PIVOT")
-        if numeric:
-            ok.update(chain.AGGREGATES)
-        if cats:
+        ok.update(p for p in chain.AGGREGATES if self.aggregable(label, p))
+        if cats or self.flags(label, s) or self.nullable(label, s):
             ok.add("REFINE" if after_filter else "FILTER")
         if [p for p in numeric if p not in s.filtered_props]:
             ok.add("THRESHOLD")
             if cats:
                 ok.add("COMPOUND")
-        if s.parent is not None and s.condition is not None and after_filter:
+        if s.parent is not None and s.condition is not None and after_filter and state.phenomenon != "CONTRAST":
             ok.add("CONTRAST")
         ok.discard(prev_phen)  # never the same phenomenon twice in a row
         return sorted(ok)
@@ -439,6 +581,32 @@ class WorldBuilder:
                     gold_rows=canonical_rows(r.rows), phenomenon=phen, chain_mode=chain_mode,
                     depends_on=depends_on, ambiguity_info=ambiguity,
                     gold_key_values=[kv.to_dict() for kv in step.key_values], gold_triples=list(step.triples))
+
+
+def is_round(value: Any) -> bool:
+    """At most two significant digits, or a half step of them (12.5, 0.25): how people say a cutoff."""
+    def digits(v: float) -> int:
+        text = f"{abs(v):.10f}".rstrip("0").replace(".", "").lstrip("0")
+        return max(1, len(text.rstrip("0")))
+    return digits(value) <= 2 or digits(value * 2) <= 2
+
+
+def round_between(lo: Any, hi: Any) -> Any | None:
+    """The roundest number strictly between ``lo`` and ``hi`` (an int when it is a whole number),
+    or None when no number with two significant digits (or a half step) lies between them."""
+    span = hi - lo
+    if span <= 0:
+        return None
+    exp = math.floor(math.log10(max(abs(lo), abs(hi), 1e-9)))
+    for e in range(exp + 1, exp - 4, -1):  # coarse to fine steps: 10^e, then half steps
+        for step in (10.0 ** e, 5 * 10.0 ** (e - 1)):
+            k = math.floor(lo / step) + 1
+            value = round(k * step, 6)
+            if lo < value < hi:
+                whole = float(value).is_integer()
+                v = int(value) if whole else value
+                return v if is_round(v) else None
+    return None
 
 
 def turn_count(rng: random.Random) -> int:

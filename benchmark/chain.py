@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,7 @@ class Condition:
 
     text: str
     key_values: tuple[KeyValue, ...]
+    props: tuple[str, ...] = ()  # properties it tests without a literal (an existence test)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,9 @@ class EntitySet:
     parent: "EntitySet | None" = None
     condition: Condition | None = None
     filtered_props: frozenset[str] = field(default_factory=frozenset)
+    # (edge variable, relationship type) of the one-hop expansion that produced the set, if any:
+    # what a question about the relationship's own properties ("their average grade") aggregates
+    edge: tuple[str, str] | None = None
 
     def distinct(self) -> list[str]:
         return [*self.clauses, f"WITH DISTINCT {self.var}"]
@@ -101,30 +106,69 @@ def _merge(*groups) -> tuple:
     return tuple(out)
 
 
+# The column-naming rule every gold follows and the task prompt states (envs/prompts.py): a property
+# is returned under its own name (``p.title AS title``), an aggregate as function_property
+# (``avg_price``, ``sum_budget``) and a count of entities as ``count``.
+COLUMN_RULE = re.compile(r"(?:\w+\.`?(\w+)`? AS `?(\w+)`?)|(?:(\w+)\(\w+\.`?(\w+)`?\) AS `?(\w+)`?)"
+                         r"|(?:count\(\w+\) AS `?(\w+)`?)")
+
+
+def column_rule_violations(cypher: str) -> list[str]:
+    """The RETURN items of ``cypher`` that break the column-naming rule (empty: it follows it)."""
+    ret = cypher[cypher.rfind("RETURN"):]
+    bad = []
+    for m in COLUMN_RULE.finditer(ret):
+        prop, alias, fn, fprop, falias, calias = m.groups()
+        if alias is not None and alias != prop:
+            bad.append(f"{prop} AS {alias}")
+        if falias is not None and falias != f"{fn.lower()}_{fprop}":
+            bad.append(f"{fn}({fprop}) AS {falias}")
+        if calias is not None and calias != "count":
+            bad.append(f"count AS {calias}")
+    return bad
+
+
 def _list_step(s: EntitySet, key: str) -> Step:
-    """The gold query listing a set by its display key."""
-    cypher = "\n".join([*s.clauses, f"RETURN DISTINCT {s.var}.{ident(key)} AS name"])
-    return Step(cypher, ("name",), s.key_values, s.triples, s)
+    """The gold query listing a set by its display key (returned under the key's own name)."""
+    cypher = "\n".join([*s.clauses, f"RETURN DISTINCT {s.var}.{ident(key)} AS {ident(key)}"])
+    return Step(cypher, (key,), s.key_values, s.triples, s)
 
 
-def _pattern(var: str, rel_type: str, forward: bool, new_var: str, new_label: str, hops: str = "") -> str:
-    rel = f"[:{ident(rel_type)}{hops}]"
-    arrow = f"-{rel}->" if forward else f"<-{rel}-"
-    return f"({var}){arrow}({new_var}:{ident(new_label)})"
+def _arrow(rel_type: str, forward: bool, hops: str = "", symmetric: bool = False, edge: str = "") -> str:
+    """``-[:R]->`` / ``<-[:R]-``; a symmetric type is read in both directions (``-[:R]-``)."""
+    rel = f"[{edge}:{ident(rel_type)}{hops}]"
+    return f"-{rel}-" if symmetric else f"-{rel}->" if forward else f"<-{rel}-"
+
+
+def _pattern(var: str, rel_type: str, forward: bool, new_var: str, new_label: str, hops: str = "",
+             symmetric: bool = False, edge: str = "") -> str:
+    return f"({var}){_arrow(rel_type, forward, hops, symmetric, edge)}({new_var}:{ident(new_label)})"
 
 
 # -- openings (turn 1 and topic shifts) ---------------------------------------------------------------
 
 def open_anchored(anchor_label: str, anchor_key: str, anchor_value: Any, rel_type: str, forward: bool,
-                  target_label: str, target_key: str, var: str) -> Step:
+                  target_label: str, target_key: str, var: str, symmetric: bool = False) -> Step:
     """The targets linked to one named entity: MATCH (a {key: v})-[:R]->(x:T)."""
     anchor = f"(a_{var}:{ident(anchor_label)} {{{ident(anchor_key)}: {literal(anchor_value)}}})"
-    rel = f"[:{ident(rel_type)}]"
-    arrow = f"-{rel}->" if forward else f"<-{rel}-"
-    clause = f"MATCH {anchor}{arrow}({var}:{ident(target_label)})"
+    clause = f"MATCH {anchor}{_arrow(rel_type, forward, symmetric=symmetric)}({var}:{ident(target_label)})"
     src, dst = (anchor_label, target_label) if forward else (target_label, anchor_label)
     s = EntitySet(target_label, var, (clause,), (KeyValue(anchor_label, anchor_key, anchor_value),),
                   (triple(src, rel_type, dst),))
+    return _list_step(s, target_key)
+
+
+def open_two_hop(anchor_label: str, anchor_key: str, anchor_value: Any, hop1: tuple[str, bool, bool],
+                 mid_label: str, hop2: tuple[str, bool, bool], target_label: str, target_key: str,
+                 var: str) -> Step:
+    """The targets two hops from one named entity through a middle label: each hop is
+    (relationship type, forward?, symmetric?)."""
+    anchor = f"(a_{var}:{ident(anchor_label)} {{{ident(anchor_key)}: {literal(anchor_value)}}})"
+    clause = (f"MATCH {anchor}{_arrow(hop1[0], hop1[1], symmetric=hop1[2])}(m_{var}:{ident(mid_label)})"
+              f"{_arrow(hop2[0], hop2[1], symmetric=hop2[2])}({var}:{ident(target_label)})")
+    t1 = triple(anchor_label, hop1[0], mid_label) if hop1[1] else triple(mid_label, hop1[0], anchor_label)
+    t2 = triple(mid_label, hop2[0], target_label) if hop2[1] else triple(target_label, hop2[0], mid_label)
+    s = EntitySet(target_label, var, (clause,), (KeyValue(anchor_label, anchor_key, anchor_value),), _merge([t1, t2]))
     return _list_step(s, target_key)
 
 
@@ -140,22 +184,24 @@ def open_filtered(label: str, key: str, prop: str, value: Any, var: str) -> Step
 # -- chain modes ---------------------------------------------------------------------------------------
 
 def expand(s: EntitySet, rel_type: str, forward: bool, target_label: str, target_key: str, var: str,
-           recursive: bool = False) -> Step:
+           recursive: bool = False, symmetric: bool = False) -> Step:
     """expand: the nodes one hop (or, recursive, any number of hops) from the prior set."""
-    clause = "MATCH " + _pattern(s.var, rel_type, forward, var, target_label, "*1.." if recursive else "")
+    edge = "" if recursive else f"e_{var}"
+    clause = "MATCH " + _pattern(s.var, rel_type, forward, var, target_label, "*1.." if recursive else "",
+                                 symmetric, edge)
     src, dst = (s.label, target_label) if forward else (target_label, s.label)
     new = EntitySet(target_label, var, (*s.distinct(), clause), s.key_values,
-                    _merge(s.triples, [triple(src, rel_type, dst)]))
+                    _merge(s.triples, [triple(src, rel_type, dst)]), edge=(edge, rel_type) if edge else None)
     return _list_step(new, target_key)
 
 
 def pivot(s: EntitySet, prop: str, highest: bool, rel_type: str, forward: bool, target_label: str,
-          target_key: str, var: str) -> Step:
+          target_key: str, var: str, symmetric: bool = False) -> Step:
     """pivot: rank the prior set by a property, take the top (or bottom) one, traverse from it."""
     order = "DESC" if highest else "ASC"
     clauses = (*s.clauses, f"WITH DISTINCT {s.var} WHERE {s.var}.{ident(prop)} IS NOT NULL",
                f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT 1",
-               "MATCH " + _pattern(s.var, rel_type, forward, var, target_label))
+               "MATCH " + _pattern(s.var, rel_type, forward, var, target_label, symmetric=symmetric))
     src, dst = (s.label, target_label) if forward else (target_label, s.label)
     new = EntitySet(target_label, var, clauses, s.key_values, _merge(s.triples, [triple(src, rel_type, dst)]))
     return _list_step(new, target_key)
@@ -167,21 +213,39 @@ def count(s: EntitySet) -> Step:
     return Step(cypher, ("count",), s.key_values, s.triples, None)
 
 
-AGGREGATES = {"AGG_MAX": ("max", "max"), "AGG_AVG": ("avg", "avg"), "AGG_SUM": ("sum", "total")}
+AGGREGATES = {"AGG_MAX": "max", "AGG_AVG": "avg", "AGG_SUM": "sum"}
 
 
-def aggregate_numeric(s: EntitySet, phenomenon: str, prop: str) -> Step:
-    """agg_numeric: max / avg / sum of a numeric property over the prior set."""
-    fn, prefix = AGGREGATES[phenomenon]
-    column = f"{prefix}_{prop}"
+def aggregate_numeric(s: EntitySet, phenomenon: str, prop: str, fn: str | None = None) -> Step:
+    """agg_numeric: max (or min) / avg / sum of a numeric property over the prior set."""
+    fn = fn or AGGREGATES[phenomenon]
+    column = f"{fn}_{prop}"
     cypher = "\n".join([*s.distinct(), f"RETURN {fn}({s.var}.{ident(prop)}) AS {ident(column)}"])
     return Step(cypher, (column,), s.key_values, s.triples, None)
 
 
+def aggregate_edges(s: EntitySet, fn: str, prop: str) -> Step:
+    """agg_numeric over the relationship that produced the set: one value per traversed relationship
+    ("what is their average grade?" after "the courses those students are enrolled in")."""
+    if s.edge is None:
+        raise ValueError("the set was not produced by a one-hop expansion")
+    column = f"{fn}_{prop}"
+    cypher = "\n".join([*s.clauses, f"RETURN {fn}({s.edge[0]}.{ident(prop)}) AS {ident(column)}"])
+    return Step(cypher, (column,), s.key_values, s.triples, None)
+
+
+def universe_edges(rel_type: str, fn: str, prop: str) -> Step:
+    """The same aggregate over every relationship of the type (the builder's ``depends`` gate)."""
+    column = f"{fn}_{prop}"
+    cypher = f"MATCH ()-[e:{ident(rel_type)}]->()\nRETURN {fn}(e.{ident(prop)}) AS {ident(column)}"
+    return Step(cypher, (column,), (), (), None)
+
+
 def narrow(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
     """narrow / value_narrow: keep the members of the prior set that meet the condition(s)."""
-    cond = Condition(" AND ".join(c.text for c in conditions), _merge(*(c.key_values for c in conditions)))
-    props = {kv.property for kv in cond.key_values}
+    cond = Condition(" AND ".join(c.text for c in conditions), _merge(*(c.key_values for c in conditions)),
+                     _merge(*(c.props for c in conditions)))
+    props = {kv.property for kv in cond.key_values} | set(cond.props)
     new = EntitySet(s.label, s.var, (*s.distinct(), f"WHERE {cond.text}"), _merge(s.key_values, cond.key_values),
                     s.triples, s, cond, s.filtered_props | props)
     return _list_step(new, key)
@@ -205,6 +269,17 @@ def contrast(s: EntitySet, key: str) -> Step:
 
 def equals(var: str, label: str, prop: str, value: Any) -> Condition:
     return Condition(f"{var}.{ident(prop)} = {literal(value)}", (KeyValue(label, prop, value),))
+
+
+def exists(var: str, prop: str, present: bool) -> Condition:
+    """An existence test: the property is recorded (or missing) on the node."""
+    return Condition(f"{var}.{ident(prop)} IS {'NOT ' if present else ''}NULL", (), (prop,))
+
+
+def count_by(s: EntitySet, prop: str) -> Step:
+    """aggregate, grouped: how many members of the prior set have each value of ``prop``."""
+    cypher = "\n".join([*s.distinct(), f"RETURN {s.var}.{ident(prop)} AS {ident(prop)}, count({s.var}) AS count"])
+    return Step(cypher, (prop, "count"), s.key_values, s.triples, None)
 
 
 def compare(var: str, label: str, prop: str, greater: bool, value: Any) -> Condition:

@@ -213,7 +213,14 @@ and counted in `stats.md`):
 - the result is deterministic: no ties at a `LIMIT` / `ORDER BY` boundary, stable under reruns;
 - the result is non-empty unless the turn is designed to be empty;
 - a chain-dependent turn really depends on the prior result set (its query builds on it);
-- no template slot or schema identifier leaks into a non-technical persona's utterance.
+- no template slot or schema identifier leaks into a non-technical persona's utterance;
+- every returned column is named by the rule the task prompt states: a property under its own name
+  (`p.title AS title`), an aggregate as function_property (`avg_price`, `sum_budget`), a count as `count`;
+- a listed result is never a set the session already listed, and a turn that goes back past a topic
+  shift never names a set of the same kind as the current one;
+- thresholds are round numbers (as people say them) that still split the set; sums run only over
+  properties the world spec marks additive, max/avg only over comparable ones; a symmetric
+  relationship (an alliance) is read in both directions; a contrast never complements a contrast.
 """
 
 

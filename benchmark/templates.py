@@ -58,6 +58,7 @@ class TemplateError(ValueError):
 
 _ANCHORED = ("target_noun", "link", "anchor_noun", "anchor_name")
 _FILTERED = ("target_noun", "prop", "value")
+_TWO_HOP = ("target_noun", "link", "mid_noun", "link2", "anchor_noun", "anchor_name")
 _PIVOT = ("set_noun", "set_noun_singular", "prop", "extreme", "target_noun", "link")
 
 SLOTS: dict[str, tuple[str, ...]] = {
@@ -65,6 +66,8 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "TOPIC_SHIFT_ANCHORED": _ANCHORED,
     "OPENING_FILTERED": _FILTERED,
     "TOPIC_SHIFT_FILTERED": _FILTERED,
+    "OPENING_TWO_HOP": _TWO_HOP,
+    "TOPIC_SHIFT_TWO_HOP": _TWO_HOP,
     "EXPAND": ("set_noun", "target_noun", "link"),
     "RECURSE": ("set_noun", "target_noun", "link"),
     "PIVOT": _PIVOT,
@@ -77,6 +80,12 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "THRESHOLD": ("set_noun", "prop", "op", "value"),
     "COMPOUND": ("set_noun", "prop", "op", "value", "prop2", "value2"),
     "CONTRAST": ("set_noun",),
+    "FILTER_FLAG": ("set_noun", "flag"),
+    "REFINE_FLAG": ("set_noun", "flag"),
+    "FILTER_EXISTS": ("set_noun", "has"),
+    "REFINE_EXISTS": ("set_noun", "has"),
+    "AGG_MIN": ("set_noun", "prop"),
+    "AGG_COUNT_GROUPED": ("set_noun", "group"),
     "PIVOT_AMBIGUOUS": _PIVOT,
     "AGG_MAX_AMBIGUOUS": ("set_noun", "prop"),
     "AGG_AVG_AMBIGUOUS": ("set_noun", "prop"),
@@ -102,7 +111,7 @@ PARAPHRASED: dict[str, tuple[str, ...]] = {
     "THRESHOLD_AMBIGUOUS": ("op",),
 }
 
-_TOPIC_SHIFT = frozenset({"TOPIC_SHIFT_ANCHORED", "TOPIC_SHIFT_FILTERED"})
+_TOPIC_SHIFT = frozenset({"TOPIC_SHIFT_ANCHORED", "TOPIC_SHIFT_FILTERED", "TOPIC_SHIFT_TWO_HOP"})
 
 # ---------------------------------------------------------------------------------------------------
 # Core wordings: family -> register -> templates. Registers: "plain" (most personas), "terse"
@@ -164,7 +173,33 @@ _FILTERED_CORES = {
     ],
 }
 
+_TWO_HOP_CORES = {
+    "plain": [
+        "Which {target_noun} are {link} {mid_noun} {link2} the {anchor_noun} {anchor_name}?",
+        "Show me the {target_noun} {link} any of the {mid_noun} {link2} the {anchor_noun} {anchor_name}.",
+        "Looking at the {mid_noun} {link2} the {anchor_noun} {anchor_name}, which {target_noun} are {link} them?",
+        "Can you find every one of the {target_noun} {link} {mid_noun} {link2} the {anchor_noun} {anchor_name}?",
+    ],
+    "terse": [
+        "All {target_noun} {link} {mid_noun} {link2} the {anchor_noun} {anchor_name}.",
+        "Need the {target_noun} {link} the {mid_noun} {link2} {anchor_name}, the {anchor_noun}.",
+        "Just the {target_noun} {link} {mid_noun} {link2} the {anchor_noun} {anchor_name}.",
+    ],
+    "tech": [
+        "Two-hop traversal: from the {anchor_noun} {anchor_name} through the {mid_noun} {link2} it to the {target_noun} {link} them.",
+        "Retrieve the {target_noun} {link} the {mid_noun} {link2} the {anchor_noun} {anchor_name}, deduplicated.",
+        "Pull the distinct {target_noun} reachable through the {mid_noun} {link2} the {anchor_noun} {anchor_name}: the ones {link} them.",
+    ],
+    "nonnative": [
+        "Which {target_noun} are {link} the {mid_noun} that are {link2} the {anchor_noun} {anchor_name}?",
+        "Please show me the {target_noun} {link} {mid_noun} {link2} {anchor_name}, the {anchor_noun}.",
+        "I want know the {target_noun} {link} the {mid_noun} what are {link2} the {anchor_noun} {anchor_name}.",
+    ],
+}
+
 _CORES: dict[str, dict[str, list[str]]] = {
+    "OPENING_TWO_HOP": _TWO_HOP_CORES,
+    "TOPIC_SHIFT_TWO_HOP": _TWO_HOP_CORES,
     "OPENING_ANCHORED": _ANCHORED_CORES,
     "TOPIC_SHIFT_ANCHORED": _ANCHORED_CORES,
     "OPENING_FILTERED": _FILTERED_CORES,
@@ -540,6 +575,142 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Tell me please the sum from the {set_noun}.",
         ],
     },
+    "FILTER_FLAG": {
+        "plain": [
+            "Which of those {set_noun} are {flag}?",
+            "Keep only the {set_noun} that are {flag}.",
+            "Of those {set_noun}, show me the ones {flag}.",
+            "Just the {set_noun} that are {flag}, please.",
+        ],
+        "terse": [
+            "Only the {set_noun} {flag}.",
+            "Those {set_noun}, {flag} only.",
+            "Cut to the {set_noun} that are {flag}.",
+        ],
+        "tech": [
+            "Filter the current {set_noun} to those {flag}.",
+            "Restrict the result set of {set_noun} to the rows {flag}.",
+            "Apply a boolean predicate to those {set_noun}: keep the ones {flag}.",
+        ],
+        "nonnative": [
+            "Which of these {set_noun} they are {flag}?",
+            "Keep only the {set_noun} what are {flag}, please.",
+            "From those {set_noun} I want only the ones {flag}.",
+        ],
+    },
+    "REFINE_FLAG": {
+        "plain": [
+            "Narrow that down further to the {set_noun} {flag}.",
+            "Of what's left, keep just the {set_noun} that are {flag}.",
+            "And on top of that, only the {set_noun} {flag}.",
+        ],
+        "terse": [
+            "Further cut: only the {set_noun} {flag}.",
+            "Tighter. Just the {set_noun} {flag}.",
+            "And only the {set_noun} that are {flag}.",
+        ],
+        "tech": [
+            "Add a boolean predicate to the filter on those {set_noun}: keep the rows {flag}.",
+            "Further restrict the remaining {set_noun} to the ones {flag}.",
+            "Refine the current filter on the {set_noun}: only those {flag}.",
+        ],
+        "nonnative": [
+            "More narrow please, only the {set_noun} {flag}.",
+            "From these {set_noun} again, keep only who are {flag}.",
+            "Make it more small: the {set_noun} what are {flag}.",
+        ],
+    },
+    "FILTER_EXISTS": {
+        "plain": [
+            "Which of those {set_noun} have {has}?",
+            "Keep only the {set_noun} with {has}.",
+            "Of those {set_noun}, show me the ones with {has}.",
+            "Just the {set_noun} that have {has}, please.",
+        ],
+        "terse": [
+            "Only the {set_noun} with {has}.",
+            "Those {set_noun} with {has}, nothing else.",
+            "Cut to the {set_noun} with {has}.",
+        ],
+        "tech": [
+            "Filter the current {set_noun} to rows with {has}.",
+            "Restrict the result set of {set_noun} to the ones with {has}.",
+            "Apply a null check to those {set_noun}: keep the ones with {has}.",
+        ],
+        "nonnative": [
+            "Which of these {set_noun} they have {has}?",
+            "Keep only the {set_noun} with {has}, please.",
+            "From those {set_noun} I want only the ones with {has}.",
+        ],
+    },
+    "REFINE_EXISTS": {
+        "plain": [
+            "Narrow that down further to the {set_noun} with {has}.",
+            "Of what's left, keep just the {set_noun} that have {has}.",
+            "And on top of that, only the {set_noun} with {has}.",
+        ],
+        "terse": [
+            "Further cut: only the {set_noun} with {has}.",
+            "Tighter. Just the {set_noun} with {has}.",
+            "And only the {set_noun} that have {has}.",
+        ],
+        "tech": [
+            "Add a null check to the filter on those {set_noun}: keep the rows with {has}.",
+            "Further restrict the remaining {set_noun} to the ones with {has}.",
+            "Refine the current filter on the {set_noun}: only those with {has}.",
+        ],
+        "nonnative": [
+            "More narrow please, only the {set_noun} with {has}.",
+            "From these {set_noun} again, keep only who have {has}.",
+            "Make it more small: the {set_noun} with {has}.",
+        ],
+    },
+    "AGG_MIN": {
+        "plain": [
+            "What's the lowest {prop} among those {set_noun}?",
+            "Among those {set_noun}, what is the minimum {prop}?",
+            "What is the smallest {prop} any of those {set_noun} has?",
+            "How low does the {prop} go for those {set_noun}?",
+        ],
+        "terse": [
+            "Min {prop} across those {set_noun}?",
+            "Lowest {prop} among the {set_noun}. Just the figure.",
+            "Smallest {prop} of those {set_noun}?",
+        ],
+        "tech": [
+            "Compute min({prop}) over those {set_noun}.",
+            "Compute the minimum of {prop} over the current set of {set_noun}.",
+            "Aggregate the {set_noun}: minimum {prop}, single value.",
+        ],
+        "nonnative": [
+            "What is the most low {prop} of these {set_noun}?",
+            "Which {prop} is the smallest in those {set_noun}?",
+            "Tell me the minimum {prop} from the {set_noun}, please.",
+        ],
+    },
+    "AGG_COUNT_GROUPED": {
+        "plain": [
+            "How many of those {set_noun} are there for each {group}?",
+            "Break those {set_noun} down by {group}: how many in each?",
+            "For each {group}, how many of those {set_noun} are there?",
+            "Can you count those {set_noun} per {group}?",
+        ],
+        "terse": [
+            "Count of those {set_noun} per {group}?",
+            "Those {set_noun} by {group}, with counts.",
+            "How many {set_noun} per {group}?",
+        ],
+        "tech": [
+            "Group those {set_noun} by {group} and count each group.",
+            "Aggregate the current {set_noun}: count per {group}.",
+            "Give me a group-by on {group} over those {set_noun}, with a count for each.",
+        ],
+        "nonnative": [
+            "How many are these {set_noun} for every {group}?",
+            "Please count the {set_noun} for each {group}.",
+            "For every {group}, how much {set_noun} there are?",
+        ],
+    },
     "THRESHOLD_AMBIGUOUS": {
         "plain": [
             "Only keep the {big} ones among those {set_noun}.",
@@ -592,42 +763,54 @@ _WRAPPERS: dict[str, list[str]] = {
         "{core} I'd like to be able to cite this accurately.",
         "Quick check for my article: {lc}",
         "{core} This is going into print, so precision matters.",
+        "{core} My editor will ask where this came from.",
+        "{core} I'll quote this, so please be exact.",
     ],
     "student": [
         "For my class project: {lc}",
         "{core} I'm trying to learn how to read this data.",
         "I'm studying this dataset for an assignment. {core}",
         "Okay, next step of my homework: {lc}",
+        "{core} I want to check my own answer against yours.",
+        "{core} Our professor said this part is tricky.",
     ],
     "product_manager": [
         "For the roadmap review: {lc}",
         "{core} I need this for the stakeholder update.",
         "Quick sanity check before the planning meeting: {lc}",
         "{core} Keep it brief, I just need the answer.",
+        "{core} It goes on a slide this afternoon.",
+        "{core} The team is waiting on this one.",
     ],
     "novice_user": [
         "Um, {lc}",
         "Sorry, I'm new to this. {core}",
         "{core} I hope I'm asking this right.",
         "Hi, I'm still figuring this tool out. {core}",
+        "{core} I think that's how to put it?",
+        "{core} Not sure if that makes sense.",
     ],
     "data_analyst": [
         "{core}",
         "Next query: {lc}",
         "{core} Exact values, please, no rounding.",
         "Continuing the analysis: {lc}",
+        "{core} Deduplicate the result.",
     ],
     "casual_user": [
         "hey, {lc}",
         "ok so {lc}",
         "{core} thanks!",
         "{core} cheers",
+        "{core} no rush",
+        "{core} curious",
     ],
     "impatient_exec": [
         "{core} Now.",
         "{core} Quickly.",
         "{core}",
         "Bottom line: {lc}",
+        "{core} Short answer.",
     ],
     "adversarial_user": [
         "Your last answer looked wrong to me. {core}",
@@ -635,12 +818,16 @@ _WRAPPERS: dict[str, list[str]] = {
         "Let's see if you can get this one right: {lc}",
         "I'll be checking this against the source. {core}",
         "{core} Prove it with the actual data.",
+        "{core} No guessing.",
+        "{core} I already know the answer, so be careful.",
     ],
     "non_native_speaker": [
         "{core}",
         "Hello, {lc}",
         "{core} Thank you very much.",
         "Sorry for my English. {core}",
+        "{core} Thanks for the help.",
+        "{core} I hope it is clear.",
     ],
     "verbose_user": [
         "I've been going through this data for a while now and there's something I'd really like to "
@@ -651,8 +838,35 @@ _WRAPPERS: dict[str, list[str]] = {
         "trying to piece together, so I'd appreciate a careful answer.",
         "Okay, here's the next thing I've been wondering about, and I'll try to phrase it as clearly "
         "as I can. {core}",
+        "{core} I realise I keep adding questions, but each of these fills in a different part of the "
+        "picture I'm building.",
+        "{core} If anything about that is unclear, go with the most literal reading of what I wrote.",
+        "{core} I'd rather have the complete list than a quick summary, if that's all the same to you.",
     ],
 }
+# Wrappers tied to the conversation: a greeting or an introduction only opens a session; a phrase
+# that presupposes an earlier turn never does. Every other wrapper fits any turn. A session uses each
+# wrapper at most once (``render(..., used=...)``); the bare "{core}" is not a phrase and may repeat.
+_FIRST_TURN_ONLY = frozenset({
+    "I'm fact-checking a piece. {core}", "I'm studying this dataset for an assignment. {core}",
+    "Sorry, I'm new to this. {core}", "Hi, I'm still figuring this tool out. {core}", "hey, {lc}",
+    "Hello, {lc}", "Sorry for my English. {core}",
+    "I've been going through this data for a while now and there's something I'd really like to "
+    "understand better, so bear with me. {core}",
+    "So, just to give you a bit of context, I'm putting together a fairly detailed overview and I "
+    "want to make sure every piece of it is right. {core}",
+})
+_LATER_TURNS_ONLY = frozenset({
+    "Okay, next step of my homework: {lc}", "Next query: {lc}", "Continuing the analysis: {lc}",
+    "Your last answer looked wrong to me. {core}", "{core} And don't make anything up this time.",
+    "Okay, here's the next thing I've been wondering about, and I'll try to phrase it as clearly "
+    "as I can. {core}",
+    "{core} I realise I keep adding questions, but each of these fills in a different part of the "
+    "picture I'm building.",
+})
+LATER_BARE_RATE = 0.4  # after the first turn people often just ask: the share of bare cores there
+# a core opening with its own lead-in ("Next: ...", "Those fleets: total?"): a colon before the question
+_CORE_LEAD_IN = re.compile(r"^[^?.!]*?:\s")
 
 _CLARIFICATIONS: dict[str, list[str]] = {
     "PIVOT_AMBIGUOUS": ["I mean the one with the {extreme} {prop}."],
@@ -723,22 +937,61 @@ def _fill(template: str, values: Mapping[str, str], family: str) -> str:
     return text
 
 
-def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Random) -> str:
-    """One utterance of ``family`` in ``persona``'s register (see the module docstring)."""
+def _without_repeated_noun(template: str, values: Mapping[str, str]) -> str:
+    """"the reef Khafel Reef" -> "Khafel Reef": drop the type noun when the name already says it."""
+    noun, name = values.get("anchor_noun"), values.get("anchor_name")
+    if not noun or not name:
+        return template
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", name)}
+    if noun.lower() not in words and noun.lower().split()[-1] not in words:
+        return template
+    for pattern in ("the {anchor_noun} {anchor_name}", "{anchor_noun} {anchor_name}"):
+        template = template.replace(pattern, "{anchor_name}")
+    return template.replace("{anchor_name}, the {anchor_noun}", "{anchor_name}")
+
+
+def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Random, *,
+           turn: int | None = None, used: set[str] | None = None) -> str:
+    """One utterance of ``family`` in ``persona``'s register (see the module docstring).
+
+    ``turn`` (the turn's index in its session) and ``used`` (the wrappers and core wordings the
+    session has used; the chosen ones are added) condition the phrasing on the conversation: no
+    greeting after the first turn, no reference back on it, no phrase or wording twice. Without them any wrapper may be chosen. Every
+    utterance opens with at most one lead-in: a topic-shift lead, a back reference, a core's own
+    lead-in ("Next: ...") or a persona's ("For my class project: ...")."""
     _check(family, persona, slots)
     values = {k: v for k, v in slots.items() if isinstance(v, str)}
     values.update(_derived(family, slots))
-    core = rng.choice(_CORES[family][_PERSONA_REGISTER[persona]])
     back = slots.get("back")
-    if isinstance(back, str) and back.strip():
-        values["back"] = back.strip()
-        sep = " " if back.strip()[-1] in ".!?:;," else ": "
+    back = back.strip() if isinstance(back, str) else ""
+    cores = _CORES[family][_PERSONA_REGISTER[persona]]
+    led = bool(back) or family in _TOPIC_SHIFT  # the utterance already has its one lead-in
+    if led:
+        cores = [c for c in cores if not _CORE_LEAD_IN.match(c)] or cores
+    if used is not None:  # a user does not ask twice in the same words
+        cores = [c for c in cores if c not in used] or cores
+    core = rng.choice(cores)
+    if used is not None:
+        used.add(core)
+    if back:
+        values["back"] = back
+        sep = " " if back[-1] in ".!?:;," else ": "
         core = "{back}" + sep + _lc(core)
     wrappers = _WRAPPERS[persona]
+    if turn is not None:
+        wrappers = [w for w in wrappers if w not in (_LATER_TURNS_ONLY if turn == 0 else _FIRST_TURN_ONLY)]
+    if used is not None:
+        wrappers = [w for w in wrappers if w not in used]
+    if led or _CORE_LEAD_IN.match(core):  # one lead-in: only wrappers that add text after the core
+        wrappers = [w for w in wrappers if w.startswith("{core}")]
     if not core[0].isalpha():  # starts with a slot: keep its case, so no lower-casing wrapper
         wrappers = [w for w in wrappers if "{lc}" not in w]
+    if not wrappers or turn and rng.random() < LATER_BARE_RATE:
+        wrappers = ["{core}"]
     wrapper = rng.choice(wrappers)
-    template = wrapper.replace("{lc}", _lc(core)).replace("{core}", core)
+    if used is not None and wrapper != "{core}":
+        used.add(wrapper)
+    template = _without_repeated_noun(wrapper.replace("{lc}", _lc(core)).replace("{core}", core), values)
     if family in _TOPIC_SHIFT:
         template = rng.choice(_TOPIC_SHIFT_LEADS) + _uc(template)
     return _fill(template, values, family)

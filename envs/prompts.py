@@ -29,13 +29,17 @@ or <reasoning>...</reasoning><answer>CYPHER</answer> (a SUBMIT_ANSWER).
 Each action costs one unit. If a turn ends without SUBMIT_ANSWER, your last EXECUTE_CYPHER query of
 that turn is taken as the answer."""
 
+# the column-naming rule every gold follows (benchmark.chain.column_rule_violations checks it)
+COLUMN_RULE = ("Name every returned column after what it holds: a property under its own name "
+               "(`p.title AS title`), an aggregate as function_property (`avg_price`, `sum_budget`) and a "
+               "count of entities as `count`.")
 EFFICIENCY = "Prefer to submit your answer efficiently: spend actions only when they help."
 ENCOURAGE = ("Use the budget fully: verify your query with EXECUTE_CYPHER and look up exact values with "
              "SEARCH_VALUES before you submit; there is plenty of budget for that.")
 
 SYSTEM_GUIDED = f"""You translate a user's questions about a graph database into Neo4j Cypher, one turn of a
 conversation at a time. Later questions refer to earlier results ("those", "them", "their"): your query
-must re-derive those results, not paste their values.
+must re-derive those results, not paste their values. {COLUMN_RULE}
 
 {ACTIONS_DOC}
 You have at most {GUIDED_CAP} actions per turn. The graph schema and the conversation so far (with the
@@ -43,7 +47,8 @@ correct result of every earlier turn) are given in each turn."""
 
 SYSTEM_AGENTIC = f"""You translate a user's questions about a graph database into Neo4j Cypher, one turn of a
 conversation at a time. Later questions refer to earlier results ("those", "them", "their"): your query
-must re-derive those results, not paste their values. The schema is not shown: use INSPECT_SCHEMA.
+must re-derive those results, not paste their values. {COLUMN_RULE} The schema is not shown: use
+INSPECT_SCHEMA.
 
 {ACTIONS_DOC}
 All actions of the whole session share one budget; when it runs out, every remaining question goes

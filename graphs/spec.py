@@ -19,6 +19,8 @@ A spec is a YAML file in ``graphs/specs/`` (one per world). Its format::
           - {name: dynasty, type: string, values: [Aurel, Corvin], weights: [2, 1]}
           - {name: epithet, type: string, values: [the Bold, the Wise], null_rate: 0.4}
           - {name: deified, type: bool, p: 0.3}
+          - {name: legions, type: int, min: 1, max: 30, additive: true}  # a sum means something
+          - {name: cohort, type: int, min: 1, max: 9, comparable: false}  # an ordinal: no max/avg
           - {name: crowned, type: date, min: "0900-01-01", max: "0990-12-31"}
           - {name: code, type: string, gen: serial, pattern: "EMP-{n:03d}"}
     relationships:
@@ -33,12 +35,22 @@ A spec is a YAML file in ``graphs/specs/`` (one per world). Its format::
         from: Official
         to: Official
         layered: {levels: 6, per_source: [1, 1]}
+      - type: ALLIED_WITH          # symmetric: stored once per pair, read in both directions
+        from: Emperor
+        to: Emperor
+        symmetric: true
+        per_source: [0, 2]
 
 Value generators: ``gen: name`` (invented words filling ``patterns``; ``similar`` is the share of
 names derived from another name of the same label, for entity-resolution practice), ``gen: serial``
 (``pattern`` formatted with the 1-based index ``n``), ``values`` (categorical, optional ``weights``),
 numeric ``min``/``max`` (``decimals`` for floats), ``p`` for booleans, ``min``/``max`` ISO dates.
-``null_rate`` makes a property optional: that share of nodes lack it. Edge strategies:
+``null_rate`` makes a property optional: that share of nodes lack it. Numeric properties may say what
+aggregates mean for them: ``additive: true`` (a total over several entities means something: a
+population, a budget; not an age, a year or a rating) and ``comparable: false`` (max, min and average
+mean nothing: a jersey number). The session generator sums only additive properties and takes
+max/min/avg only over comparable ones. A self-relationship may be ``symmetric: true`` (an alliance:
+each pair is stored once, in either direction, and every query reads it both ways). Edge strategies:
 ``per_source: [a, b]`` (each source links to a..b distinct targets), ``per_target: [a, b]`` (each target
 is reached from a..b distinct sources), ``layered`` (self-relationships only: nodes sit in ``levels``
 levels; each node below the top links to one node of the level above plus up to ``per_source[1] - 1``
@@ -84,6 +96,8 @@ class PropertySpec:
     similar: float = 0.0
     null_rate: float = 0.0
     phrase: str | None = None  # how users say it ("reign length"); default: the name without underscores
+    additive: bool = False  # a sum over several entities means something (population, budget; not age, year)
+    comparable: bool = True  # max / min / avg mean something (false for ordinals such as a jersey number)
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,7 @@ class RelationshipSpec:
     # e.g. GOVERNS (Emperor->Province): forward "governed by", backward "governing".
     forward: str | None = None
     backward: str | None = None
+    symmetric: bool = False  # A-[R]->B means the same as B-[R]->A (alliances): queries read it both ways
 
 
 @dataclass(frozen=True)
@@ -180,6 +195,10 @@ def _property(world: str, where: str, raw: dict) -> PropertySpec:
         raise _fail(world, where, "a string property needs 'values', gen: name or gen: serial")
     if prop.weights and len(prop.weights) != len(prop.values):
         raise _fail(world, where, "'weights' must have one entry per value")
+    if not isinstance(prop.additive, bool) or not isinstance(prop.comparable, bool):
+        raise _fail(world, where, "additive and comparable must be true or false")
+    if (prop.additive or not prop.comparable) and prop.type not in ("int", "float"):
+        raise _fail(world, where, "additive and comparable apply to int and float properties only")
     if not 0.0 <= prop.null_rate < 1.0 or not 0.0 <= prop.similar < 1.0:
         raise _fail(world, where, "null_rate and similar must lie in [0, 1)")
     return prop
@@ -261,6 +280,9 @@ def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
         phrase = r.get("phrase") or {}
         if not isinstance(phrase, dict) or set(phrase) - {"forward", "backward"}:
             raise _fail(world, where, "phrase must be a mapping with 'forward' and/or 'backward'")
+        symmetric = r.get("symmetric", False)
+        if not isinstance(symmetric, bool) or (symmetric and r["from"] != r["to"]):
+            raise _fail(world, where, "symmetric must be true or false, and true only when from == to")
         props = tuple(_property(world, where, p) for p in r.get("properties") or [])
         for p in props:
             if p.gen is not None:
@@ -268,7 +290,7 @@ def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
         rels.append(RelationshipSpec(type=r["type"], source=r["from"], target=r["to"],
                                      per_source=per_source, per_target=per_target,
                                      levels=levels, properties=props, forward=phrase.get("forward"),
-                                     backward=phrase.get("backward")))
+                                     backward=phrase.get("backward"), symmetric=symmetric))
     return WorldSpec(world=world, title=str(raw["title"]), split=raw["split"], seed=int(raw["seed"]),
                      topology=str(raw["topology"]), nodes=tuple(nodes), relationships=tuple(rels))
 

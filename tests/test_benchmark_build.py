@@ -184,3 +184,47 @@ def test_build_reports_unreachable_neo4j_and_unknown_worlds_clearly(tmp_path):
     out = subprocess.run([sys.executable, "-m", "benchmark", "build", "--split", "test", "--out", str(tmp_path / "y"),
                           "--worlds", "atlantis", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 2 and "atlantis" in out.stderr, out.stderr
+
+
+def test_golds_follow_the_spec_the_column_rule_and_the_conversation(default_sessions):
+    """Issue 11's defect classes stay out of the default build: the column-naming rule of the task
+    prompt, sums only over additive properties, symmetric types read both ways, no complement of a
+    complement, no set listed twice in a session, no opening that refers back."""
+    from benchmark.chain import column_rule_violations
+
+    _, sessions = default_sessions
+    specs = {s.world: get_spec(s.world) for s in all_specs("benchmark")}
+    for s in sessions:
+        spec = specs[s.world]
+        additive = {p.name for n in spec.nodes for p in n.properties if p.additive} | \
+                   {p.name for r in spec.relationships for p in r.properties if p.additive}
+        symmetric = [r.type for r in spec.relationships if r.symmetric]
+        listed = []
+        assert not re.search(r"\b(those|these|your last answer|this time|from before)\b", s.turns[0].utterance, re.I)
+        for t in s.turns:
+            assert column_rule_violations(t.gold_cypher) == [], t.gold_cypher
+            for prop in re.findall(r"\bsum\(\w+\.(\w+)\)", t.gold_cypher):
+                assert prop in additive, (s.id, t.index, prop)
+            for rel in symmetric:
+                assert not re.search(r"<-\[\w*:" + rel + r"|:" + rel + r"[^\]]*\]->", t.gold_cypher), t.gold_cypher
+            if t.phenomenon == "CONTRAST":
+                assert s.turns[t.depends_on].phenomenon != "CONTRAST", (s.id, t.index)
+            if t.chain_mode not in ("aggregate", "agg_numeric"):
+                assert t.gold_rows not in listed, (s.id, t.index)
+                listed.append(t.gold_rows)
+
+
+def test_new_question_kinds_appear_in_every_world(default_sessions):
+    _, sessions = default_sessions
+    kinds = {
+        "grouped count": lambda c: re.search(r"RETURN \w+\.\w+ AS \w+, count\(", c),
+        "minimum": lambda c: "RETURN min(" in c,
+        "boolean filter": lambda c: re.search(r"= (true|false)\b", c),
+        "existence test": lambda c: re.search(r"^WHERE \w+\.\w+ IS (NOT )?NULL$", c, re.M),
+        "two-hop opening": lambda c: re.match(r"MATCH \([^)]*\)[^\n]*\]-[^\n]*\]-", c),
+        "relationship property": lambda c: re.search(r"RETURN \w+\(e_\w+\.", c),
+    }
+    for spec in all_specs("benchmark"):
+        golds = [t.gold_cypher for s in sessions if s.world == spec.world for t in s.turns]
+        missing = [k for k, found in kinds.items() if not any(found(c) for c in golds)]
+        assert not missing, (spec.world, missing)

@@ -16,7 +16,8 @@ import pytest
 from benchmark.lexicon import FALLBACK_LINK, Lexicon, pluralize, split_identifier
 from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
 from benchmark.templates import (AMBIGUOUS_FAMILIES, FAMILIES, OMITTED, PARAPHRASED, SLOTS, TemplateError,
-                                 _CORES, _WRAPPERS, clarification, leaks, render)
+                                 _CORES, _FIRST_TURN_ONLY, _LATER_TURNS_ONLY, _WRAPPERS, clarification, leaks,
+                                 render)
 from graphs.generator import generate
 from graphs.spec import all_specs
 
@@ -88,6 +89,11 @@ def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, st
         "op": rng.choice(["more than", "less than"]),
         "prop2": lex.prop(cat2_label, cat2_prop.name),
         "value2": lex.value(rng.choice(cat2_prop.values)),
+        "mid_noun": lex.noun(start),
+        "link2": link,
+        "flag": rng.choice(["", "not "]) + "marked as " + lex.prop(cat_label, cat_prop.name),
+        "has": rng.choice(["a recorded ", "no recorded "]) + lex.prop(cat_label, cat_prop.name),
+        "group": lex.prop(cat_label, cat_prop.name),
     }
     if rng.random() < 0.3:
         slots["back"] = f"Going back to the {lex.noun(start)} from before"
@@ -180,7 +186,7 @@ def test_values_are_verbatim():
 
 def test_families_and_personas_are_covered():
     assert set(FAMILIES) == set(SLOTS) == set(_CORES)
-    assert len(FAMILIES) == 21
+    assert len(FAMILIES) == 29
     assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
     assert set(_WRAPPERS) == set(PERSONAS)
     for family, registers in _CORES.items():
@@ -218,6 +224,9 @@ def test_render_every_family_and_persona(spec):
                 if persona not in TECHNICAL_PERSONAS:
                     assert leaks(text, spec) == [], (family, persona, text)
                 required = set(SLOTS[family]) - set(OMITTED.get(family, ())) - set(PARAPHRASED.get(family, ()))
+                if "anchor_noun" in required and _word_in(slots["anchor_noun"], slots["anchor_name"]):
+                    required.discard("anchor_noun")  # "the reef Khafel Reef" is said "Khafel Reef"
+                    assert f"{slots['anchor_noun']} {slots['anchor_name']}" not in text, text
                 for slot in required:
                     assert slots[slot] in text, (family, persona, slot, slots[slot], text)
                 if slots.get("back"):
@@ -237,6 +246,63 @@ def test_every_family_and_persona_has_variety(spec):
         for persona in PERSONAS:
             texts = {render(family, persona, slots, random.Random(seed)) for seed in SEEDS}
             assert len(texts) >= 3, (family, persona, texts)
+
+
+def test_a_name_that_says_its_type_is_not_preceded_by_the_type_noun():
+    slots = {"target_noun": "creatures", "link": "sheltered by", "anchor_noun": "reef", "anchor_name": "Khafel Reef"}
+    for persona in PERSONAS:
+        for seed in SEEDS:
+            text = render("OPENING_ANCHORED", persona, slots, random.Random(seed))
+            assert "Khafel Reef" in text and "reef Khafel" not in text.lower(), text
+    slots["anchor_name"] = "Khafel Shoals"
+    texts = [render("OPENING_ANCHORED", "student", slots, random.Random(seed)) for seed in SEEDS]
+    assert any("reef Khafel Shoals" in t or "Khafel Shoals, the reef" in t for t in texts), texts
+
+
+def _lead_ins(text: str) -> int:
+    """Lead-ins at the start of an utterance: a topic-shift lead, a back reference, a segment ending
+    in a colon before the question, a persona's opening sentence."""
+    n = 0
+    for lead in ("New question. ", "Switching topics. ", "Something different now. ", "Let's leave that aside. ",
+                 "Moving on to another subject. "):
+        if text.startswith(lead):
+            n, text = n + 1, text[len(lead):]
+    openers = [w.split("{")[0] for ws in _WRAPPERS.values() for w in ws if not w.startswith("{")]
+    for opener in openers:
+        if opener and text.lower().startswith(opener.lower()):
+            n, text = n + 1, text[len(opener):]
+            break
+    head = re.split(r"[?.!]", text)[0]
+    return n + (":" in head)
+
+
+def test_phrasing_follows_the_conversation():
+    """Turn 1 never refers back, greetings and introductions only open a session, no persona phrase
+    is said twice in a session, and each utterance has at most one lead-in."""
+    spec = SPECS[0]
+    for persona in PERSONAS:
+        for seed in SEEDS:
+            rng, used, said = random.Random(seed), set(), []
+            for turn in range(12):
+                family = "OPENING_ANCHORED" if turn == 0 else rng.choice(
+                    ["EXPAND", "AGG_COUNT", "AGG_SUM", "THRESHOLD", "CONTRAST", "PIVOT", "TOPIC_SHIFT_FILTERED"])
+                slots = make_slots(spec.world, family, random.Random(f"{seed}/{turn}"))
+                if family.startswith("TOPIC_SHIFT"):
+                    slots.pop("back", None)  # a topic shift starts afresh, it never goes back
+                before = set(used)
+                text = render(family, persona, slots, rng, turn=turn, used=used)
+                new = (used - before) & set(_WRAPPERS[persona])
+                assert len(new) <= 1 and not (new & set(said)), (persona, text)
+                said += list(new)
+                for w in new:
+                    assert w not in (_LATER_TURNS_ONLY if turn == 0 else _FIRST_TURN_ONLY), (turn, w)
+                assert _lead_ins(text) <= 1, text
+            assert len(said) == len(set(said))
+    for persona in PERSONAS:  # the "later" phrases exist, and never open a session
+        first = {render("OPENING_FILTERED", persona, make_slots(spec.world, "OPENING_FILTERED", random.Random(s)),
+                        random.Random(s), turn=0) for s in range(40)}
+        assert not any(w.replace("{core}", "").replace("{lc}", "").strip() in t
+                       for t in first for w in _LATER_TURNS_ONLY if w in _WRAPPERS[persona]), persona
 
 
 def test_rng_state_decides_the_text():

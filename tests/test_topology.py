@@ -60,9 +60,9 @@ def test_ancient_empire_cycle_and_paths():
     labels, types = labels_and_types(w)
     spec = get_spec(w)
     assert len(labels) == 7 and labels == sorted(spec.labels)
-    assert len(types) == 7 and types == spec.relationship_types
+    assert len(types) == 8 and types == spec.relationship_types
     with_numeric = {t for t, _ in db_numeric_edge_properties(w)}
-    assert len(with_numeric) == 5, sorted(with_numeric)
+    assert len(with_numeric) == 6, sorted(with_numeric)
 
 
 # --- Magic Academy: bipartite cycle Student/Professor via courses AND organisational units; 6 labels ---
@@ -124,6 +124,20 @@ def test_stellar_colony_tree_and_alliances():
                                              "sum(CASE WHEN a:Faction AND b:Faction THEN 0 ELSE 1 END), "
                                              "sum(CASE WHEN a = b THEN 1 ELSE 0 END)")
     assert allied > 0 and non_faction == 0 and self_loops == 0
+    # symmetric: each alliance is stored once, so only an undirected pattern finds both partners
+    assert [r.symmetric for r in get_spec(w).relationships if r.type == "ALLIED_WITH"] == [True]
+    reciprocal = one(w, "MATCH (a:Faction)-[:ALLIED_WITH]->(b:Faction)-[:ALLIED_WITH]->(a) RETURN count(*)")[0]
+    assert reciprocal == 0
+
+
+@pytest.mark.parametrize("world, rel_type, label, depth", [
+    ("ancient_empire", "MENTORED_BY", "General", 3), ("magic_academy", "REQUIRES", "Course", 3),
+    ("merchant_harbor", "MADE_FROM", "Commodity", 3), ("ocean_kingdom", "DESCENDS_FROM", "Creature", 4),
+    ("arcane_archive", "REFERENCES", "Tome", 5), ("celestial_court", "SERVES_UNDER", "Official", 6)])
+def test_hierarchies_for_recursive_questions(world, rel_type, label, depth):
+    """Six benchmark worlds hold a layered self-relationship, so RECURSE is asked in most worlds."""
+    longest = one(world, f"MATCH p = (:{label})-[:{rel_type}*1..10]->(:{label}) RETURN max(length(p))")[0]
+    assert longest == depth
 
 
 # --- Arcane Archive: linear chain plus recursive REFERENCES on Tome ---------------------------------

@@ -1,0 +1,393 @@
+"""Realism audit of a session build (issue 11): prints the rate of every defect class a careful
+reviewer flags, the question kinds per world and the gold complexity.
+
+    python scripts/audit_sessions.py BUILD_DIR [--json OUT.json] [--no-db]
+
+Each check is a pure function of the sessions and the world specs, except the symmetric-traversal
+check, which re-executes every gold that crosses a relationship type the spec declares ``symmetric``
+with that relationship read both ways (needs the worlds loaded; ``--no-db`` skips it). A rate is
+``count / denominator`` where the denominator is the set of turns the check applies to (printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmark.builder import LISTING_MODES, is_round as builder_is_round  # noqa: E402
+from benchmark.lexicon import Lexicon  # noqa: E402
+from benchmark.session import Session, read_sessions  # noqa: E402
+from benchmark.templates import _WRAPPERS  # noqa: E402
+from graphs.spec import WorldSpec, get_spec  # noqa: E402
+
+
+# words that presuppose an earlier turn; none may appear in a session's first utterance
+_REFERS_BACK = re.compile(
+    r"\b(your last answer|last time|this time|again|earlier|previous|those|these|that one|"
+    r"next step|next query|next thing|continuing|also|as well|any more|anymore|from before)\b", re.I)
+_GREETING = re.compile(r"^(?:.*?[.!?:]\s+)?(hi|hello|hey|good (?:morning|afternoon|evening))\b|"
+                       r"\b(sorry|apolog\w*|excuse me)\b", re.I)
+# one lead-in: a short segment ending in ':' or a short stock sentence / interjection at the start
+_LEAD_COLON = re.compile(r"^[^:.?!{}]{2,60}?:\s+")
+_LEAD_SENTENCE = re.compile(
+    r"^(?:new question|switching topics|something different now|let's leave that aside|moving on[^.]*|"
+    r"sorry[^.?!]*|hi\b[^.?!]*|hello|hey|um|ok so|"
+    r"i'm (?:fact-checking|studying|new|still)[^.?!]*|i'll be checking[^.?!]*|"
+    r"i've been going through[^.?!]*|so, just to give you[^.?!]*|okay, here's the next thing[^.?!]*|"
+    r"(?:going back|back|returning|let's go back) to the [^:.?!]* (?:from before|we had earlier|from earlier))"
+    r"[.,!:]?\s+", re.I)
+_AGG_ADJ = r"(?:highest|largest|maximum|max|top|biggest|most high|average|mean|lowest|smallest|minimum|min)"
+_RET_AS = re.compile(r"(\w+)\.`?(\w+)`? AS `?(\w+)`?")
+_AGG_FN = re.compile(r"\b(count|sum|avg|max|min|collect|percentileCont|stDev)\(", re.I)
+_THRESH = re.compile(r"\.`?(\w+)`? ([<>]=?) (-?\d+(?:\.\d+)?)")
+
+
+# the persona phrases of the templates (the text of each wrapper around the core), lower-cased
+PERSONA_PHRASES = frozenset(
+    part.strip(" :,").lower() for wrappers in _WRAPPERS.values() for w in wrappers
+    for part in re.split(r"\{core\}|\{lc\}", w) if len(part.strip(" :,").split()) >= 2)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def is_round(value: str) -> bool:
+    """How a person says a threshold (the generator's own rule, benchmark.builder.is_round)."""
+    return builder_is_round(float(value))
+
+
+def lead_ins(text: str) -> int:
+    """How many stacked lead-ins open ``text``."""
+    n, rest = 0, text
+    while True:
+        m = _LEAD_SENTENCE.match(rest) or _LEAD_COLON.match(rest)
+        if not m or len(m.group(0).split()) > 25:
+            return n
+        n += 1
+        rest = rest[m.end():]
+
+
+def result_label(cypher: str) -> str | None:
+    """The label of the nodes a listing gold returns (``RETURN DISTINCT n3.name AS name``)."""
+    m = re.search(r"RETURN DISTINCT (\w+)\.", cypher)
+    if not m:
+        return None
+    lab = re.search(r"\(" + re.escape(m.group(1)) + r":`?(\w+)`?", cypher)
+    return lab.group(1) if lab else None
+
+
+def _plural_word(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "ics"))
+
+
+def _gold_prop(cypher: str) -> str | None:
+    m = re.search(r"\b(?:sum|avg|max|min)\(\w+\.`?(\w+)`?\)", cypher)
+    return m.group(1) if m else None
+
+
+def _prop_spec(spec: WorldSpec, prop: str, cypher: str):
+    """(owner, PropertySpec) of ``prop``: a label the gold matches, else a relationship type."""
+    for node in spec.nodes:
+        for p in node.properties:
+            if p.name == prop and re.search(r":`?" + node.label + r"\b", cypher):
+                return node.label, p
+    for rel in spec.relationships:
+        for p in rel.properties:
+            if p.name == prop:
+                return rel.type, p
+    return None, None
+
+
+def _both_ways(cypher: str, types: set[str]) -> str:
+    """``cypher`` with every relationship of ``types`` read in both directions."""
+    def undirected(m: re.Match) -> str:
+        return f"-[{m.group(1)}:{m.group(2)}{m.group(3)}]-" if m.group(2) in types else m.group(0)
+
+    cypher = re.sub(r"<-\[(\w*):`?(\w+)`?([^\]]*)\]-(?!>)", undirected, cypher)
+    return re.sub(r"(?<!<)-\[(\w*):`?(\w+)`?([^\]]*)\]->", undirected, cypher)
+
+
+def _uses(cypher: str, types: set[str]) -> bool:
+    return any(re.search(r"\[\w*:" + t + r"\b", cypher) for t in types)
+
+
+def question_kinds(session: Session, turn) -> set[str]:
+    """The question kinds a gold exercises (read off the Cypher and the columns)."""
+    c = turn.gold_cypher
+    kinds = set()
+    ret = c[c.rfind("RETURN"):]
+    aggs = {a.lower() for a in _AGG_FN.findall(ret)}
+    if aggs and len(turn.gold_columns) > 1 and re.search(r"RETURN (DISTINCT )?\w+\.\w+", ret):
+        kinds.add("grouped_aggregation")
+    if "min" in aggs:
+        kinds.add("min")
+    if re.search(r"ORDER BY [^\n]*LIMIT ([2-9]|\d\d)", c):
+        kinds.add("top_k")
+    if re.search(r"IS NULL|IS NOT NULL|\bexists\s*\{|EXISTS \{", c) and "ORDER BY" not in c.split("IS NOT NULL")[-1][:80]:
+        if re.search(r"WHERE[^\n]*(IS NULL|IS NOT NULL|EXISTS|exists)", c) and not re.search(
+                r"WITH DISTINCT \w+ WHERE \w+\.\w+ IS NOT NULL\nWITH \w+ ORDER BY", c):
+            kinds.add("existence_null")
+    if re.search(r"\[(\w+):\w+[^\]]*\][^\n]*\n?(?:.|\n)*\b\1\.\w+", c) and re.search(r"\[(\w+):", c):
+        kinds.add("relationship_property")
+    first = c.split("\nWITH")[0]
+    if turn.index == 0 or turn.phenomenon == "TOPIC_SHIFT":
+        if len(re.findall(r"\[\w*:", first)) >= 2:
+            kinds.add("two_hop_opening")
+    if len(turn.gold_columns) > 1 and not aggs:
+        kinds.add("multi_column")
+    if "date(" in c or "duration" in c:
+        kinds.add("date_condition")
+    if re.search(r"= (true|false)\b|\.(\w+) IS (true|false)|NOT \w+\.\w+\b(?! IS)", c):
+        kinds.add("boolean_condition")
+    if "OPTIONAL MATCH" in c:
+        kinds.add("optional_match")
+    return kinds
+
+
+NEW_KINDS = ("grouped_aggregation", "min", "top_k", "existence_null", "relationship_property", "two_hop_opening",
+             "multi_column", "date_condition", "boolean_condition", "optional_match")
+
+
+def complexity(turn) -> dict:
+    c = turn.gold_cypher
+    ret = c[c.rfind("RETURN"):]
+    return {
+        "match": len(re.findall(r"\bMATCH\b", c)),
+        "hops": len(re.findall(r"\[\w*:", c)),
+        "with": len(re.findall(r"\bWITH\b", c)),
+        "agg": sorted({a.lower() for a in _AGG_FN.findall(ret)}),
+        "order_by": "ORDER BY" in c,
+        "varlen": bool(re.search(r"\*\d*\.\.", c)),
+        "optional": "OPTIONAL MATCH" in c,
+    }
+
+
+def audit(sessions: list[Session], *, executor_for=None) -> dict:
+    """Every rate of the audit (see the module docstring). ``executor_for(world)`` gives a
+    :class:`graphs.executor.SafeExecutor` for the symmetric check; None skips it."""
+    specs = {w: get_spec(w) for w in sorted({s.world for s in sessions})}
+    lex = {w: Lexicon(sp) for w, sp in specs.items()}
+    sym = {w: {r.type for r in sp.relationships if getattr(r, "symmetric", False)} for w, sp in specs.items()}
+    checks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # name -> [count, denominator]
+    examples: dict[str, list[str]] = defaultdict(list)
+
+    def hit(name: str, flag: bool, example: str = "") -> None:
+        checks[name][1] += 1
+        if flag:
+            checks[name][0] += 1
+            if len(examples[name]) < 3 and example:
+                examples[name].append(example)
+
+    turns = [t for s in sessions for t in s.turns]
+    kinds_per_world: dict[str, Counter] = defaultdict(Counter)
+    comp = {"match": 0, "hops": 0, "with": 0, "order_by": 0, "varlen": 0, "optional": 0}
+    agg_kinds: Counter = Counter()
+    follow_ups = extends = 0
+    sym_pending: list[tuple[str, object]] = []
+    for s in sessions:
+        spec = specs[s.world]
+        labels_after: list[str | None] = []
+        active_turn = 0
+        seen_sentences: set[str] = set()
+        greeted = False
+        listed: list[tuple[int, list]] = []
+        for t in s.turns:
+            text = t.shown_utterance
+            tag = f"{s.id}#{t.index}: {text}"
+            if t.index == 0:
+                hit("opening_refers_back", bool(_REFERS_BACK.search(text)), tag)
+            g = bool(_GREETING.search(text))
+            if t.index > 0:
+                hit("greeting_or_apology_after_turn_1", g, tag)
+            hit("greets_more_than_once", g and greeted, tag)
+            greeted = greeted or g
+            said = {p for p in PERSONA_PHRASES if p in text.lower()}
+            hit("repeated_persona_phrase", bool(said & seen_sentences), tag)
+            seen_sentences.update(said)
+            hit("stacked_lead_ins", lead_ins(text) >= 2, tag)
+            dup = False
+            for kv in t.gold_key_values:
+                v = kv.get("value")
+                if isinstance(v, str) and " " in v or isinstance(v, str) and v[:1].isupper():
+                    tokens = {w.rstrip("s") for w in _words(v)}
+                    m = re.search(r"\b([A-Za-z]+) " + re.escape(v), text)
+                    if m and m.group(1).lower().rstrip("s") in tokens and m.group(1)[:1].islower():
+                        dup = True
+            hit("duplicated_type_noun", dup, tag)
+            if t.phenomenon.startswith("AGG_") and t.phenomenon != "AGG_COUNT" or "min(" in t.gold_cypher:
+                prop = _gold_prop(t.gold_cypher)
+                bad = False
+                if prop:
+                    owner, pspec = _prop_spec(spec, prop, t.gold_cypher)
+                    phrase = lex[s.world].prop(owner or "", prop)
+                    last = phrase.split(" in ")[0].split()[-1].lower()  # the head noun
+                    if _plural_word(last) and re.search(r"\b" + _AGG_ADJ + r" " + re.escape(phrase) + r"\b", text, re.I):
+                        bad = True
+                hit("ungrammatical_aggregate", bad, tag)
+            if t.phenomenon in ("THRESHOLD", "COMPOUND"):
+                m = list(_THRESH.finditer(t.gold_cypher.split("\n")[-2] if "\n" in t.gold_cypher else t.gold_cypher))
+                m = m or list(_THRESH.finditer(t.gold_cypher))
+                if m:  # a year is said exactly ("before 1850")
+                    year = "year" in m[-1].group(1) and "." not in m[-1].group(3)
+                    hit("machine_threshold", not year and not is_round(m[-1].group(3)), tag)
+            # semantic checks
+            if t.phenomenon == "CONTRAST" and t.depends_on is not None:
+                hit("contrast_of_contrast", s.turns[t.depends_on].phenomenon == "CONTRAST", tag)
+            listing = t.chain_mode in LISTING_MODES
+            if t.phenomenon == "EXPAND":
+                hit("expand_round_trip", any(rows == t.gold_rows for _, rows in listed), tag)
+            if listing and t.index > 0:
+                hit("repeated_result_set", any(rows == t.gold_rows for _, rows in listed), tag)
+            # a back reference builds on a set other than the active one (past a topic shift)
+            if t.depends_on is not None and t.depends_on != active_turn:
+                ref, active = labels_after[t.depends_on], labels_after[active_turn]
+                hit("ambiguous_back_reference", ref is not None and ref == active, tag)
+            if t.phenomenon == "AGG_SUM" or re.search(r"\bsum\(", t.gold_cypher):
+                prop = _gold_prop(t.gold_cypher)
+                _, pspec = _prop_spec(spec, prop, t.gold_cypher) if prop else (None, None)
+                hit("sum_over_non_additive", pspec is None or not getattr(pspec, "additive", False), tag)
+            if re.search(r"\b(max|min|avg)\(", t.gold_cypher):
+                prop = _gold_prop(t.gold_cypher)
+                _, pspec = _prop_spec(spec, prop, t.gold_cypher) if prop else (None, None)
+                hit("extreme_or_mean_over_non_comparable",
+                    pspec is not None and not getattr(pspec, "comparable", True), tag)
+            renamed = [(p, a) for _, p, a in _RET_AS.findall(t.gold_cypher[t.gold_cypher.rfind("RETURN"):])
+                       if p != a and a == "name"]
+            hit("gold_renames_to_name", bool(renamed), tag)
+            if sym[s.world] and _uses(t.gold_cypher, sym[s.world]):
+                sym_pending.append((s.world, t))
+            # bookkeeping
+            if listing:
+                labels_after.append(result_label(t.gold_cypher))
+                listed.append((t.index, t.gold_rows))
+                active_turn = t.index
+            else:
+                labels_after.append(labels_after[t.depends_on] if t.depends_on is not None else None)
+                active_turn = t.depends_on if t.depends_on is not None else active_turn
+            for k in question_kinds(s, t):
+                kinds_per_world[s.world][k] += 1
+            kinds_per_world[s.world][t.phenomenon] += 1
+            cx = complexity(t)
+            for k in ("match", "hops", "with"):
+                comp[k] += cx[k]
+            for k in ("order_by", "varlen", "optional"):
+                comp[k] += cx[k]
+            agg_kinds.update(cx["agg"])
+            if t.depends_on is not None:
+                follow_ups += 1
+                prev = s.turns[t.depends_on].gold_cypher.split("\n")
+                head = [x for x in prev if not x.startswith("RETURN")]
+                extends += t.gold_cypher.split("\n")[:len(head)] == head and \
+                    len(t.gold_cypher.split("\n")) - len(head) <= 2
+    n_sym_changed = n_sym_directed = 0
+    if executor_for is not None:
+        from benchmark.builder import canonical_rows
+
+        for world, t in sym_pending:
+            both = _both_ways(t.gold_cypher, sym[world])
+            directed = both != t.gold_cypher
+            changed = False
+            if directed:
+                n_sym_directed += 1
+                r = executor_for(world).run(both, max_rows=5000, timeout=60)
+                changed = r.error is not None or canonical_rows(r.rows) != t.gold_rows
+            hit("symmetric_traversed_one_way", changed, f"{t.index}: {t.utterance}")
+    n = len(turns)
+    phen = Counter(t.phenomenon for t in turns)
+    openings = Counter(" ".join(_words(t.shown_utterance)[:5]) for t in turns)
+    shared = sum(c for c in openings.values() if c > 21)
+    worlds = sorted(kinds_per_world)
+    return {
+        "sessions": len(sessions), "turns": n,
+        "checks": {k: {"count": v[0], "of": v[1], "rate": round(v[0] / v[1], 4) if v[1] else 0.0}
+                   for k, v in checks.items()},
+        "examples": dict(examples),
+        "symmetric": {"turns_using": len(sym_pending), "directed": n_sym_directed,
+                      "checked": executor_for is not None},
+        "shares": {"REFINE": round(phen["REFINE"] / n, 4), "RECURSE": round(phen["RECURSE"] / n, 4)},
+        "phenomena": dict(sorted(phen.items())),
+        "five_word_openings": {"shared_by_more_than_20_others": round(shared / n, 4),
+                               "largest_share": round(max(openings.values()) / n, 4),
+                               "top": openings.most_common(3)},
+        "kinds_per_world": {w: dict(sorted(kinds_per_world[w].items())) for w in worlds},
+        "complexity": {"match_per_gold": round(comp["match"] / n, 3), "hops_per_gold": round(comp["hops"] / n, 3),
+                       "with_per_gold": round(comp["with"] / n, 3), "order_by_share": round(comp["order_by"] / n, 4),
+                       "varlen_share": round(comp["varlen"] / n, 4), "optional_share": round(comp["optional"] / n, 4),
+                       "aggregation_kinds": dict(sorted(agg_kinds.items()))},
+        "follow_up_is_previous_plus_one_clause": round(extends / follow_ups, 4) if follow_ups else 0.0,
+    }
+
+
+ORDER = ("opening_refers_back", "greeting_or_apology_after_turn_1", "greets_more_than_once", "repeated_persona_phrase",
+         "stacked_lead_ins", "duplicated_type_noun", "ungrammatical_aggregate", "machine_threshold",
+         "contrast_of_contrast", "expand_round_trip", "repeated_result_set", "ambiguous_back_reference",
+         "sum_over_non_additive", "extreme_or_mean_over_non_comparable", "symmetric_traversed_one_way",
+         "gold_renames_to_name")
+
+
+def render(report: dict) -> str:
+    out = [f"audit of {report['sessions']} sessions, {report['turns']} turns", "", "defect rates:"]
+    for k in ORDER:
+        v = report["checks"].get(k)
+        if v is None:
+            out.append(f"  {k:40s}     n/a")
+            continue
+        out.append(f"  {k:40s} {v['rate'] * 100:6.2f}%  ({v['count']} of {v['of']})")
+    sym = report["symmetric"]
+    out.append(f"  symmetric: {sym['turns_using']} turns use a symmetric type, {sym['directed']} directed"
+               + ("" if sym["checked"] else " (not re-executed: --no-db)"))
+    out += ["", f"REFINE share {report['shares']['REFINE'] * 100:.2f}%, RECURSE share {report['shares']['RECURSE'] * 100:.2f}%"]
+    f5 = report["five_word_openings"]
+    out.append(f"five-word openings shared by more than 20 others: {f5['shared_by_more_than_20_others'] * 100:.1f}% "
+               f"of utterances; the most common one covers {f5['largest_share'] * 100:.2f}% ({f5['top'][0][0]!r})")
+    out.append(f"follow-up golds that are the previous gold plus one clause: "
+               f"{report['follow_up_is_previous_plus_one_clause'] * 100:.1f}%")
+    c = report["complexity"]
+    out += ["", "gold complexity (per gold / share of golds):",
+            f"  MATCH clauses {c['match_per_gold']}, hops {c['hops_per_gold']}, WITH {c['with_per_gold']}, "
+            f"ORDER BY {c['order_by_share'] * 100:.1f}%, variable-length {c['varlen_share'] * 100:.1f}%, "
+            f"OPTIONAL MATCH {c['optional_share'] * 100:.1f}%",
+            f"  aggregation kinds: {c['aggregation_kinds']}", "", "question kinds per world (turns):"]
+    for w, kinds in report["kinds_per_world"].items():
+        new = ", ".join(f"{k} {kinds.get(k, 0)}" for k in NEW_KINDS)
+        out.append(f"  {w}: {new}")
+    out += ["", "examples:"]
+    for k in ORDER:
+        for e in report["examples"].get(k, [])[:2]:
+            out.append(f"  [{k}] {e[:200]}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build", help="a build directory (or its sessions.jsonl)")
+    parser.add_argument("--json", help="also write the report as JSON here")
+    parser.add_argument("--no-db", action="store_true", help="skip the check that re-executes golds")
+    args = parser.parse_args(argv)
+    sessions = list(read_sessions(args.build))
+    executor_for = None
+    if not args.no_db:
+        from graphs.executor import SafeExecutor
+
+        cache: dict = {}
+
+        def executor_for(world: str):
+            return cache.setdefault(world, SafeExecutor(world, timeout=60))
+    report = audit(sessions, executor_for=executor_for)
+    sys.stdout.write(render(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

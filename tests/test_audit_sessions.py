@@ -1,0 +1,85 @@
+"""scripts/audit_sessions.py: each check flags the defect it names (hand-made sessions), and the
+script runs end to end on a small real build, where the generator's gates keep the defects out."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmark.build import build
+from benchmark.session import Session, Turn
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "audit_sessions.py"
+_spec = importlib.util.spec_from_file_location("audit_sessions", SCRIPT)
+audit_sessions = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(audit_sessions)
+
+
+def _turn(index, utterance, cypher, columns, rows, phenomenon, depends_on, mode=None, kvs=()):
+    modes = {"OPENING": "none", "TOPIC_SHIFT": "topic_shift", "EXPAND": "expand", "AGG_SUM": "agg_numeric",
+             "CONTRAST": "contrast", "FILTER": "narrow", "THRESHOLD": "value_narrow", "AGG_COUNT": "aggregate"}
+    return Turn(index=index, utterance=utterance, gold_cypher=cypher, gold_columns=list(columns), gold_rows=rows,
+                phenomenon=phenomenon, chain_mode=mode or modes[phenomenon], depends_on=depends_on,
+                gold_key_values=list(kvs))
+
+
+def _bad_session() -> Session:
+    fleets = "MATCH (k:Kingdom {name: 'Vor'})-[:COMMANDS]->(n1:Fleet)"
+    turns = [
+        _turn(0, "Your last answer looked wrong to me. Which creatures are sheltered by the reef Khafel Reef?",
+              "MATCH (a:Reef {name: 'Khafel Reef'})-[:SHELTERS]->(n1:Creature)\nRETURN DISTINCT n1.name AS name",
+              ["name"], [["A"], ["B"]], "OPENING", None, kvs=[{"label": "Reef", "property": "name",
+                                                               "value": "Khafel Reef"}]),
+        _turn(1, "Hello, bottom line: narrower: which fleets are riding those creatures?",
+              "MATCH (a:Reef)-[:SHELTERS]->(n1:Creature)\nWITH DISTINCT n1\nMATCH (n1)<-[:RIDES]-(n2:Fleet)\n"
+              "RETURN DISTINCT n2.name AS name", ["name"], [["F1"], ["F2"]], "EXPAND", 0),
+        _turn(2, "What's the total age in years of those fleets?",
+              fleets + "\nWITH DISTINCT n1\nRETURN sum(n1.age_years) AS total_age_years", ["total_age_years"], [[5]],
+              "AGG_SUM", 1),
+        _turn(3, "Only the fleets with crew more than 1576998.",
+              fleets + "\nWITH DISTINCT n1\nWHERE n1.crew > 1576998\nRETURN DISTINCT n1.name AS name", ["name"],
+              [["F1"]], "THRESHOLD", 1),
+        _turn(4, "And the fleets that are not?", fleets + "\nRETURN DISTINCT n1.name AS name", ["name"], [["F2"]],
+              "CONTRAST", 3),
+        _turn(5, "And the others?", fleets + "\nRETURN DISTINCT n1.name AS name", ["name"], [["F1"]], "CONTRAST", 4),
+    ]
+    return Session(id="ocean_kingdom-9999", world="ocean_kingdom", persona="adversarial_user", turns=turns)
+
+
+def test_each_check_flags_its_defect():
+    report = audit_sessions.audit([_bad_session()])
+    checks = report["checks"]
+    assert checks["opening_refers_back"]["count"] == 1
+    assert checks["greeting_or_apology_after_turn_1"]["count"] == 1
+    assert checks["stacked_lead_ins"]["count"] == 1
+    assert checks["duplicated_type_noun"]["count"] == 1
+    assert checks["sum_over_non_additive"] == {"count": 1, "of": 1, "rate": 1.0}
+    assert checks["machine_threshold"]["count"] == 1
+    assert checks["contrast_of_contrast"]["count"] == 1
+    assert checks["repeated_result_set"]["count"] >= 1  # turn 5 lists turn 3's set again
+    assert checks["gold_renames_to_name"]["count"] == 0  # Creature and Fleet keys are called name
+    assert audit_sessions.is_round("1600000") and audit_sessions.is_round("12.5")
+    assert not audit_sessions.is_round("1576998")
+    assert audit_sessions.lead_ins("Bottom line: narrower: which?") == 2
+
+
+@pytest.mark.neo4j
+def test_audit_script_on_a_small_build(tmp_path):
+    build("test", tmp_path / "b", seed=3, sessions=8, worlds=["stellar_colony", "arcane_archive"], hf=False)
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "b"), "--json", str(tmp_path / "a.json")],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    for name in audit_sessions.ORDER:
+        assert name in out.stdout, name
+    report = json.loads((tmp_path / "a.json").read_text())
+    assert report["sessions"] == 8 and report["symmetric"]["checked"]
+    checks = report["checks"]
+    for name in ("contrast_of_contrast", "repeated_result_set", "sum_over_non_additive", "gold_renames_to_name",
+                 "symmetric_traversed_one_way", "opening_refers_back", "stacked_lead_ins"):
+        assert checks.get(name, {"count": 0})["count"] == 0, (name, report["examples"].get(name))
