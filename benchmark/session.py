@@ -26,7 +26,7 @@ a clarifying question, and ``utterance`` is the fully specified request.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -136,7 +136,8 @@ def _field_ok(kind: str, v: Any) -> bool:
     return isinstance(v, list) and bool(v)  # turns
 
 
-def _check_fields(raw: Any, fields: dict[str, str], optional: set[str], where: str) -> None:
+def _check_fields(raw: Any, fields: dict[str, str], optional: set[str], where: str,
+                  allowed: set[str] | None = None) -> None:
     if not isinstance(raw, dict):
         raise ValueError(f"{where or 'the line'}: expected a JSON object, got {type(raw).__name__}")
     for name, kind in fields.items():
@@ -146,7 +147,7 @@ def _check_fields(raw: Any, fields: dict[str, str], optional: set[str], where: s
             raise ValueError(f"field {where}{name} is missing")
         if not _field_ok(kind, raw[name]):
             raise ValueError(f"field {where}{name} must be {kind}, got {json.dumps(raw[name])[:60]}")
-    unknown = sorted(set(raw) - set(fields))
+    unknown = sorted(set(raw) - set(fields) - (allowed or set()))
     if unknown:
         raise ValueError(f"unknown field {where}{unknown[0]}")
 
@@ -155,7 +156,8 @@ def validate_session(raw: Any) -> None:
     """Raise ValueError naming the first field of a session record that is missing or of the wrong type."""
     _check_fields(raw, _SESSION_FIELDS, set(), "")
     for i, turn in enumerate(raw["turns"]):
-        _check_fields(turn, _TURN_FIELDS, _TURN_OPTIONAL, f"turns[{i}].")
+        # a field Turn gained later is accepted here even before it gets a type check above
+        _check_fields(turn, _TURN_FIELDS, _TURN_OPTIONAL, f"turns[{i}].", {f.name for f in fields(Turn)})
 
 
 def read_sessions(path: str | Path) -> Iterator[Session]:
