@@ -46,6 +46,21 @@ def test_line_comment_ends_exactly_where_neo4j_ends_it(terminator, ends):
     assert ("SHOW" in words) is ends
 
 
+@pytest.mark.neo4j
+def test_neo4j_itself_ends_line_comments_where_the_guard_does():
+    from graphs import connections
+
+    drv = connections.driver(connections.resolve(WORLD))
+    for terminator in ["\n", "\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\\u000a",
+                       "\\u000d", "\\u2028"]:
+        query = f"RETURN 1 AS a // x{terminator}, 2 AS b"
+        with drv.session() as s:
+            result = s.run("EXPLAIN " + query)
+            ended = result.keys() == ["a", "b"]
+            result.consume()
+        assert ended == ("B" in live_words(query)), repr(terminator)
+
+
 def test_unicode_escapes_are_applied_as_neo4j_applies_them():
     assert unescape("RETURN 1 AS \\u0061") == "RETURN 1 AS a"
     assert unescape("RETURN '\\\\u0027'") == "RETURN '\\\\u0027'"  # an escaped backslash starts no escape
