@@ -178,7 +178,7 @@ class ExecutionRewardOptions:
         """Options from flat keyword arguments, as configs give them: the fields above, plus the judge
         limits ``timeout``, ``max_rows``, ``max_workers``, ``gold_cache_size``, ``retry_timeouts`` and
         ``executor_options`` (``{"retries": ..., "backoff": ...}``)."""
-        limits = dict(timeout=DEFAULT_TIMEOUT_S)
+        limits: dict[str, Any] = {}
         for key in list(kwargs):
             if key in _LIMIT_KEYS:
                 limits[key] = kwargs.pop(key)
@@ -189,7 +189,7 @@ class ExecutionRewardOptions:
         if unknown:
             raise TypeError(f"executor_options takes {sorted(_EXECUTOR_KEYS)}, got {sorted(unknown)}")
         limits.update(executor_options)
-        base = kwargs.pop("limits", None) or JudgeLimits()
+        base = kwargs.pop("limits", None) or JudgeLimits(timeout=DEFAULT_TIMEOUT_S)
         return cls(**kwargs, limits=replace(base, **limits))
 
 

@@ -153,5 +153,7 @@ def test_rewards_are_picklable_named_callables_configured_by_one_dataclass():
         kind="relaxed", exec_credit=0.1, name="ex_relaxed",
         limits=JudgeLimits(timeout=3, workers=2, retries=1))
     assert pickle.loads(pickle.dumps(configured)).__name__ == "ex_relaxed"
+    assert ExecutionRewardOptions.from_kwargs(limits=JudgeLimits(timeout=9)).limits.timeout == 9
+    assert ExecutionRewardOptions().limits == JudgeLimits(timeout=5.0)  # the rewards' default: 5 s a query
     assert issubclass(RewardInfrastructureError, InfrastructureError)
     assert isinstance(ExecutionReward(), ExecutionReward) and shared_judge(timeout=T) is shared_judge(timeout=T)
