@@ -53,10 +53,17 @@ def _digests(out: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(out.glob("param_digest_rank*.json"))]
 
 
-def test_sft_writes_an_adapter_checkpoint_that_evaluate_scores(tmp_path):
-    out = tmp_path / "sft"
+@pytest.fixture(scope="module")
+def sft_checkpoint(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("sft")
+    out = tmp / "sft"
     _run([sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),
-          "--max_steps", "1"], tmp_path)
+          "--max_steps", "1"], tmp)
+    return out
+
+
+def test_sft_writes_an_adapter_checkpoint_that_evaluate_scores(sft_checkpoint, tmp_path):
+    out = sft_checkpoint
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == "tiny-llama"  # the alias, not this machine's cache path
     marker = json.loads((out / "cypherturn.json").read_text())
@@ -68,6 +75,21 @@ def test_sft_writes_an_adapter_checkpoint_that_evaluate_scores(tmp_path):
     assert any("loss" in h for h in history)
     summary, meta = _evaluate(out, tmp_path)
     assert meta["chat_format"] == "tools" and summary["turns_scored"] > 0 and summary["infra_errors"] == 0
+
+
+def test_sft_resumes_from_its_last_checkpoint(tmp_path):
+    out = tmp_path / "resume"
+    common = [sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),
+              "--save_strategy", "steps", "--save_steps", "1", "--resume_from_checkpoint", "auto"]
+    _run(common + ["--max_steps", "1"], tmp_path)
+    first = json.loads((out / "checkpoint-1" / "cypherturn.json").read_text())
+    assert first["global_step"] == 1 and first["base_model"] == "tiny-llama"  # intermediate checkpoints are evaluable
+    assert json.loads((out / "checkpoint-1" / "adapter_config.json").read_text())["base_model_name_or_path"] == "tiny-llama"
+    proc = _run(common + ["--max_steps", "2"], tmp_path)
+    assert json.loads((out / "cypherturn.json").read_text())["global_step"] == 2
+    losses = [h["step"] for h in json.loads((out / "log_history.json").read_text()) if "loss" in h]
+    assert losses == [1, 2]  # step 1 came from checkpoint-1's state, step 2 was trained now
+    assert f"resuming from {out / 'checkpoint-1'}" in proc.stdout
 
 
 def test_grpo_multi_turn_calls_the_plugin_reward_and_logs_what_it_returned(tmp_path):
@@ -88,10 +110,13 @@ def test_grpo_multi_turn_calls_the_plugin_reward_and_logs_what_it_returned(tmp_p
     assert meta["chat_format"] == "tools" and summary["turns_scored"] > 0
 
 
-def test_grpo_single_turn_with_the_paper_rewards_writes_an_evaluable_checkpoint(tmp_path):
+def test_grpo_single_turn_continues_the_sft_adapter_and_writes_an_evaluable_checkpoint(sft_checkpoint, tmp_path):
     out = tmp_path / "grpo-single"
     _run([sys.executable, "training/grpo.py", "--config", "configs/smoke_grpo_single_turn.yaml", "--output_dir",
-          str(out), "--max_steps", "1"], tmp_path)
+          str(out), "--max_steps", "1", "--model_name_or_path", str(sft_checkpoint)], tmp_path)
+    # GRPO trained the SFT adapter further; the checkpoint still names the original base
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "tiny-llama"
+    assert json.loads((out / "cypherturn.json").read_text())["base_model"] == "tiny-llama"
     history = json.loads((out / "log_history.json").read_text())
     step = next(h for h in history if "reward" in h)
     for name in ("format_reward", "answer_reward", "key_value_reward", "triple_reward", "execution_reward"):

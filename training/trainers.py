@@ -185,7 +185,10 @@ def _resume(training_args) -> str | bool | None:
 
 
 def _train_and_save(trainer, training_args, info: dict[str, Any]) -> Path:
-    trainer.train(resume_from_checkpoint=_resume(training_args))
+    resume = _resume(training_args)
+    if resume:
+        trainer.accelerator.print(f"resuming from {resume}")
+    trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(training_args.output_dir)
     out = Path(training_args.output_dir)
     if trainer.accelerator.is_main_process:
