@@ -173,6 +173,14 @@ def _code_version() -> str:
 def default_dataset(split: str = "test", *, progress: Callable[[int], None] = lambda n: None) -> Path:
     """The default build of ``split`` (default seed and size), built on first use and cached under
     ``$CYPHERTURN_HOME/datasets``; a change to the code or the specs makes a new one."""
+    return cached_dataset(split, progress=progress)
+
+
+def cached_dataset(split: str, *, seed: int | None = None, sessions: int | None = None, hf: bool = True,
+                   progress: Callable[[int], None] = lambda n: None) -> Path:
+    """A build of ``split`` with this seed and size (None: the defaults), built once under
+    ``$CYPHERTURN_HOME/datasets`` and reused while the code and the specs are unchanged (concurrent
+    callers, other processes included, wait for one builder)."""
     import fcntl
     import shutil
 
@@ -180,12 +188,14 @@ def default_dataset(split: str = "test", *, progress: Callable[[int], None] = la
 
     root = cache_home() / "datasets"
     root.mkdir(parents=True, exist_ok=True)
-    path = root / f"{split}-seed{DEFAULT_SEED[split]}-{_code_version()}"
+    seed = DEFAULT_SEED[split] if seed is None else seed
+    name = f"{split}-seed{seed}" + ("" if sessions is None else f"-n{sessions}") + f"-{_code_version()}"
+    path = root / name
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait and reuse it
         if not (path / "manifest.json").is_file():
             tmp = path.with_name(path.name + ".partial")
             shutil.rmtree(tmp, ignore_errors=True)
-            build(split, tmp, progress=progress)
+            build(split, tmp, seed=seed, sessions=sessions, progress=progress, hf=hf)
             tmp.rename(path)
     return path

@@ -35,9 +35,10 @@ def _run(cmd: list[str], tmp_path: Path, timeout: int = 900) -> subprocess.Compl
 
 
 def _train_build() -> Path:
-    """The on-demand training build the smoke recipes use (build_sessions 6, seed 0)."""
-    home = Path(os.environ.get("CYPHERTURN_HOME", Path.home() / ".cache" / "cypherturn"))
-    return home / "datasets" / "train-n6-s0"
+    """The on-demand training build the smoke recipes use (build_sessions 6, build_seed 0)."""
+    from benchmark.build import cached_dataset
+
+    return cached_dataset("train", seed=0, sessions=6, hf=False)
 
 
 def _evaluate(ckpt: Path, tmp_path: Path) -> tuple[dict, dict]:
@@ -147,13 +148,9 @@ def test_two_accelerate_processes_train_the_same_model(tmp_path):
 # -- in-process: the data the scripts train on ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sessions():
-    from benchmark.build import build
     from benchmark.session import read_sessions
 
-    out = _train_build()
-    if not (out / "sessions.jsonl").is_file():
-        build("train", out, seed=0, sessions=6, hf=False)
-    return list(read_sessions(out))
+    return list(read_sessions(_train_build()))
 
 
 def test_paper_responses_score_plus_one_on_the_four_paper_rewards(sessions):

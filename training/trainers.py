@@ -38,10 +38,8 @@ MARKER = "cypherturn.json"
 
 # -- sessions ---------------------------------------------------------------------------------------------
 def load_sessions(args: CypherTurnDataArguments) -> list:
-    """The training sessions: ``args.dataset``, or a training build made on demand (once; ranks of a
-    multi-process run wait for the main one)."""
-    from accelerate import PartialState
-
+    """The training sessions: ``args.dataset``, or a training build made on demand (``cached_dataset``:
+    built once per code and spec version; the ranks of a multi-process run wait for one builder)."""
     from benchmark.session import read_sessions
 
     if args.dataset:
@@ -50,13 +48,9 @@ def load_sessions(args: CypherTurnDataArguments) -> list:
             raise FileNotFoundError(f"dataset {path} does not exist (build one: python -m benchmark build --split "
                                     "train --out DIR)")
         return list(read_sessions(path))
-    home = Path(os.environ.get("CYPHERTURN_HOME", Path.home() / ".cache" / "cypherturn"))
-    out = home / "datasets" / f"train-n{args.build_sessions}-s{args.build_seed}"
-    with PartialState().main_process_first():
-        if not (out / "sessions.jsonl").is_file():
-            from benchmark.build import build
+    from benchmark.build import cached_dataset
 
-            build("train", out, seed=args.build_seed, sessions=args.build_sessions, hf=False)
+    out = cached_dataset("train", seed=args.build_seed, sessions=args.build_sessions, hf=False)
     return list(read_sessions(out))
 
 
