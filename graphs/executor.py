@@ -267,12 +267,13 @@ class SafeExecutor:
     def _attempt(self, query: str, params: dict, timeout: float, max_rows: int) -> QueryResult:
         target = self.target
         drv = connections.driver(target)
-        streaming = False
+        begun = streaming = False
         t0 = time.perf_counter()
         try:
             with drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS,
                              fetch_size=max_rows + 1) as session:
                 tx = session.begin_transaction(timeout=timeout)
+                begun = True
                 try:
                     try:
                         verdict = self._plan_verdict(tx, target, query, params)
@@ -284,12 +285,12 @@ class SafeExecutor:
                     if verdict:
                         raise _Failure("refused", verdict)
                     result = tx.run(query, params)
-                    streaming = True
                     columns = list(result.keys())
                     rows: list[list[Any]] = []
                     total = 0
                     truncated = False
                     for record in result:
+                        streaming = True
                         if len(rows) == max_rows:
                             truncated = True
                             break
@@ -310,9 +311,16 @@ class SafeExecutor:
         except _Failure:
             raise
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
-            if streaming and self._server_answers(target):
-                raise _Failure("too_large", "the server dropped the connection while sending the result "
-                                            "(usually a result too large to transmit)") from None
+            if begun and self._server_answers(target):  # the server is fine: it dropped this query
+                if streaming:
+                    raise _Failure("too_large", "the server dropped the connection while sending the result "
+                                                "(usually a result too large to transmit)") from None
+                # before the first row: the server's watchdog stopped it (graphs/server.py), for time or memory
+                if time.perf_counter() - t0 >= timeout:
+                    raise _Failure("timeout", f"the query ran past its {timeout:g} s time limit and was "
+                                              "stopped by the server") from None
+                raise _Failure("memory", "the server stopped the query because it was filling the server's "
+                                         "memory") from None
             raise _Failure("unavailable", f"Neo4j at {target.describe()} is unreachable: {exc}", retry=True) from None
         except Neo4jError as exc:
             raise _classify(exc, timeout) from None
