@@ -78,6 +78,19 @@ def test_sft_writes_an_adapter_checkpoint_that_evaluate_scores(sft_checkpoint, t
     assert meta["chat_format"] == "tools" and summary["turns_scored"] > 0 and summary["infra_errors"] == 0
 
 
+def test_full_fine_tuning_writes_a_whole_model_that_evaluate_scores(tmp_path):
+    out = tmp_path / "full"
+    _run([sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),
+          "--max_steps", "1", "--use_peft", "false", "--formats", "paper", "--chat_format", "text"], tmp_path)
+    assert (out / "model.safetensors").is_file() and not (out / "adapter_config.json").exists()
+    marker = json.loads((out / "cypherturn.json").read_text())
+    assert marker["chat_format"] == "text" and marker["formats"] == ["paper"]
+    (digest,) = _digests(out)
+    assert digest["before"] != digest["after"]
+    summary, meta = _evaluate(out, tmp_path)
+    assert meta["chat_format"] == "text" and summary["turns_scored"] > 0
+
+
 def test_sft_resumes_from_its_last_checkpoint(tmp_path):
     out = tmp_path / "resume"
     common = [sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),
