@@ -88,6 +88,9 @@ final class Watchdog implements Runnable {
         GraphDatabaseAPI hungriestDb = null;
         long hungriestBytes = -1;
         Map<Long, Long> allocatedNow = new HashMap<>();
+        // cheap checks first: thread lookups pause the JVM, so they happen only when something is wrong
+        long maxHeap = Runtime.getRuntime().maxMemory();
+        boolean heapHigh = oldGen != null && oldGen.getUsage().getUsed() > heapFraction * maxHeap;
         Map<String, DatabaseManagementService> snapshot;
         synchronized (services) {
             snapshot = new HashMap<>(services);
@@ -104,8 +107,15 @@ final class Watchdog implements Runnable {
                     continue;
                 }
                 seen.add(tx);
+                long timeout = tx.timeout().timeoutNanos();
+                long overdue = timeout <= 0 ? Long.MIN_VALUE : now - tx.startTimeNanos() - timeout - graceNanos;
+                Long terminated = terminatedAt.get(tx);
+                Long stopped = stoppedAt.get(tx);
+                if (!heapHigh && overdue <= 0 && terminated == null) {
+                    continue;  // the normal case: a transaction within its time, heap fine
+                }
                 Thread thread = queryThread(tx);
-                if (thread != null) {
+                if (heapHigh && thread != null) {
                     long bytes = threads.getThreadAllocatedBytes(thread.getId());
                     allocatedNow.put(thread.getId(), bytes);
                     long delta = bytes - allocatedBefore.getOrDefault(thread.getId(), bytes);
@@ -116,13 +126,9 @@ final class Watchdog implements Runnable {
                         hungriestBytes = delta;
                     }
                 }
-                long timeout = tx.timeout().timeoutNanos();
                 if (timeout <= 0) {
                     continue;
                 }
-                long overdue = now - tx.startTimeNanos() - timeout - graceNanos;
-                Long terminated = terminatedAt.get(tx);
-                Long stopped = stoppedAt.get(tx);
                 if (overdue > 0 && terminated == null) {
                     tx.markForTermination(Status.Transaction.TransactionTimedOut);
                     terminatedAt.put(tx, now);
@@ -149,8 +155,8 @@ final class Watchdog implements Runnable {
         stoppedThread.keySet().retainAll(seen);
         allocatedBefore.clear();
         allocatedBefore.putAll(allocatedNow);
-        if (oldGen != null && hungriest != null && !stoppedAt.containsKey(hungriest)) {
-            long max = Runtime.getRuntime().maxMemory();
+        if (heapHigh && hungriest != null && !stoppedAt.containsKey(hungriest)) {
+            long max = maxHeap;
             long used = oldGen.getUsage().getUsed();
             if (used > heapFraction * max && hungriestBytes > MIN_HUNGRY_BYTES) {
                 // the old generation may hold garbage of a query already gone: count live data only
