@@ -140,6 +140,7 @@ final class Watchdog implements Runnable {
                     stoppedThread.put(tx, thread);
                 } else if (stopped != null && now - stopped <= graceNanos && stillComputing(stoppedThread.get(tx))) {
                     stoppedThread.get(tx).stop(); // ThreadDeath may have been caught on the way out: again
+                    // (only reached after stop() above worked, i.e. on a Java that can stop threads)
                 } else if (stopped != null && now - stopped > graceNanos && stillComputing(stoppedThread.get(tx))) {
                     StackTraceElement[] frames = stoppedThread.get(tx).getStackTrace();
                     report("exiting", world, tx, "its thread did not stop (at " + String.join(" < ",
@@ -215,8 +216,14 @@ final class Watchdog implements Runnable {
             report("could not stop (no thread)", world, tx, why);
         } else {
             report("stopped thread " + thread.getName() + " of", world, tx, why);
-            // Java 17: the only way to end a computation that never checks for termination
-            thread.stop();
+            try {
+                // Java 17: the only way to end a computation that never checks for termination
+                thread.stop();
+            } catch (UnsupportedOperationException e) {
+                // Java 20+ cannot stop threads: restarting the server is the only way left
+                report("exiting", world, tx, "this Java cannot stop threads; the JVM exits with code " + EXIT_STUCK);
+                System.exit(EXIT_STUCK);
+            }
         }
         // the client gave up long ago; closing its connection rolls the transaction back and frees it
         tx.clientInfo().ifPresent(info -> {
