@@ -60,6 +60,8 @@ AMBIGUITY_RATE = 0.2  # of the turns whose family has an ambiguous wording (abou
 BACKREF_RATE = 0.3  # after a topic shift, share of chain turns that go back to the set before it
 GROUPED_RATE = 0.35  # of AGG_COUNT turns on a set with a categorical property: "how many for each ..."
 MIN_RATE = 0.4  # of AGG_MAX turns: the minimum instead
+TOP_K_RATE = 0.25  # of THRESHOLD turns: a cut by rank ("the three ... with the most ...") instead of a value
+NUMBER_WORDS = {2: "two", 3: "three", 5: "five"}
 EDGE_AGG_RATE = 0.4  # of aggregates right after an expansion: over the relationship's own property
 TWO_HOP_RATE = 0.2  # of openings and topic shifts: a set two hops from a named entity
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
@@ -134,6 +136,7 @@ class WorldBuilder:
         self.graph: Graph = generate(self.spec)
         self.keys = {n.label: n.key for n in self.spec.nodes}
         self._props = {n.label: {p.name: p for p in n.properties} for n in self.spec.nodes}
+        self._rel_props = {r.type: {p.name: p for p in r.properties} for r in self.spec.relationships}
         self._last_phen: list[str] = []  # per session being built
         self._seen_queries: set[str] = set()
         self._used_phrases: set[str] = set()  # persona phrases the session has said
@@ -157,7 +160,8 @@ class WorldBuilder:
         phrase = self.lex.prop(label, prop)
         head = phrase.split(" in ")[0].split()[-1].lower()
         plural = len(head) > 3 and head.endswith("s") and not head.endswith(("ss", "us", "is", "ics"))
-        if plural and self._props[label][prop].type == "int":
+        spec = (self._props.get(label) or self._rel_props[label])[prop]  # a label's or a relationship's
+        if plural and spec.type == "int":
             return f"number of {phrase}"
         return phrase
 
@@ -339,7 +343,10 @@ class WorldBuilder:
                          target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
             return step, slots, True, ustep
         if phen == "AGG_COUNT":
-            groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate]
+            # a grouping that splits the set: never by a property it was filtered on (one group)
+            groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate
+                      and p not in base.filtered_props
+                      and len({m.get(p) for m in self.members(base)}) >= 2]
             if groups and rng.random() < GROUPED_RATE:
                 prop = rng.choice(groups)
                 slots.update(group=self.lex.prop(label, prop), family="AGG_COUNT_GROUPED")
@@ -352,7 +359,7 @@ class WorldBuilder:
             if props:
                 prop = rng.choice(props)
                 fn = chain.AGGREGATES[phen]
-                slots.update(prop=self.lex.prop(rel.type, prop))
+                slots.update(prop=self.agg_prop(rel.type, prop))
                 return (chain.aggregate_edges(base, fn, prop), slots, False,
                         chain.universe_edges(rel.type, fn, prop))
         if phen in chain.AGGREGATES:
@@ -400,6 +407,10 @@ class WorldBuilder:
                          "value2": self.lex.value(value)}
             step = chain.narrow(base, self.keys[label], conds)
             return step, slots, True, chain.narrow(uni, self.keys[label], conds)
+        if phen == "THRESHOLD" and rng.random() < TOP_K_RATE:
+            top = self._top_k(base, rng, var)
+            if top is not None:
+                return top
         if phen == "THRESHOLD":
             cond, prop, greater, t = self.numeric_condition(base, self.members(base), rng)
             conds = [cond]
@@ -439,6 +450,24 @@ class WorldBuilder:
                          family=f"{phen}_EXISTS")
         step = chain.narrow(base, self.keys[label], [cond])
         return step, slots, True, chain.narrow(uni, self.keys[label], [cond])
+
+    def _top_k(self, base: chain.EntitySet, rng: random.Random, var: str):
+        """A THRESHOLD by rank: "the three of those fleets with the most vessels" (no tie at the cut)."""
+        members = self.members(base)
+        props = [p for p in self.aggregable(base.label, "AGG_MAX") if p not in base.filtered_props]
+        if not props or len(members) < 4:
+            return None
+        prop = rng.choice(props)
+        highest = rng.random() < 0.6
+        values = sorted((m[prop] for m in members if m.get(prop) is not None), reverse=highest)
+        ks = [k for k in (2, 3, 5) if k < len(values) and values[k - 1] != values[k]]
+        if not ks:
+            raise GateFailure("ties", f"{prop} has no untied cut")
+        k = rng.choice(ks)
+        step = chain.top_k(base, self.keys[base.label], prop, highest, k)
+        slots = {"set_noun": self.lex.noun(base.label), "k": NUMBER_WORDS[k], "prop": self.agg_prop(base.label, prop),
+                 "extreme": "highest" if highest else "lowest", "family": "TOP_K"}
+        return step, slots, True, chain.top_k(self.universe(base), self.keys[base.label], prop, highest, k)
 
     def flags(self, label: str, s: chain.EntitySet) -> list[str]:
         return [p.name for p in self._props[label].values() if p.type == "bool" and p.name not in s.filtered_props]

@@ -251,6 +251,16 @@ def narrow(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
     return _list_step(new, key)
 
 
+def top_k(s: EntitySet, key: str, prop: str, highest: bool, k: int) -> Step:
+    """value_narrow by rank: the ``k`` members with the highest (lowest) ``prop``. It has no condition
+    to complement, so no CONTRAST follows it."""
+    order = "DESC" if highest else "ASC"
+    clauses = (*s.clauses, f"WITH DISTINCT {s.var} WHERE {s.var}.{ident(prop)} IS NOT NULL",
+               f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT {k}")
+    new = EntitySet(s.label, s.var, clauses, s.key_values, s.triples, None, None, s.filtered_props | {prop})
+    return _list_step(new, key)
+
+
 def contrast(s: EntitySet, key: str) -> Step:
     """contrast: the members of the set s was filtered from that do NOT meet s's last filter.
 

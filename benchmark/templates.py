@@ -86,6 +86,7 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "REFINE_EXISTS": ("set_noun", "has"),
     "AGG_MIN": ("set_noun", "prop"),
     "AGG_COUNT_GROUPED": ("set_noun", "group"),
+    "TOP_K": ("set_noun", "k", "extreme", "prop"),
     "PIVOT_AMBIGUOUS": _PIVOT,
     "AGG_MAX_AMBIGUOUS": ("set_noun", "prop"),
     "AGG_AVG_AMBIGUOUS": ("set_noun", "prop"),
@@ -688,6 +689,29 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Tell me the minimum {prop} from the {set_noun}, please.",
         ],
     },
+    "TOP_K": {
+        "plain": [
+            "Which {k} of those {set_noun} have the {extreme} {prop}?",
+            "Just the {k} {set_noun} with the {extreme} {prop}, please.",
+            "Keep the {k} of those {set_noun} with the {extreme} {prop}.",
+            "Show me only the {k} {set_noun} that have the {extreme} {prop}.",
+        ],
+        "terse": [
+            "The {k} {set_noun} with the {extreme} {prop}.",
+            "Top {k} of those {set_noun}, by {extreme} {prop}.",
+            "Only {k}: the {set_noun} with the {extreme} {prop}.",
+        ],
+        "tech": [
+            "Order those {set_noun} by {prop} and keep the {k} with the {extreme} values.",
+            "Rank the current {set_noun} by {prop} and return the {k} with the {extreme} values.",
+            "Limit the {set_noun} to the {k} rows with the {extreme} {prop}.",
+        ],
+        "nonnative": [
+            "Which are the {k} {set_noun} with the {extreme} {prop}?",
+            "Give me please only {k} of these {set_noun}, the ones with {extreme} {prop}.",
+            "I want the {k} {set_noun} what have the {extreme} {prop}.",
+        ],
+    },
     "AGG_COUNT_GROUPED": {
         "plain": [
             "How many of those {set_noun} are there for each {group}?",
@@ -803,7 +827,7 @@ _WRAPPERS: dict[str, list[str]] = {
         "{core} thanks!",
         "{core} cheers",
         "{core} no rush",
-        "{core} curious",
+        "{core} just wondering",
     ],
     "impatient_exec": [
         "{core} Now.",

@@ -209,6 +209,8 @@ def test_golds_follow_the_spec_the_column_rule_and_the_conversation(default_sess
                 assert not re.search(r"<-\[\w*:" + rel + r"|:" + rel + r"[^\]]*\]->", t.gold_cypher), t.gold_cypher
             if t.phenomenon == "CONTRAST":
                 assert s.turns[t.depends_on].phenomenon != "CONTRAST", (s.id, t.index)
+            if re.search(r"RETURN \w+\.\w+ AS \w+, count\(", t.gold_cypher):
+                assert len(t.gold_rows) >= 2, (s.id, t.index)  # a grouping splits the set
             if t.chain_mode not in ("aggregate", "agg_numeric"):
                 assert t.gold_rows not in listed, (s.id, t.index)
                 listed.append(t.gold_rows)
@@ -223,6 +225,7 @@ def test_new_question_kinds_appear_in_every_world(default_sessions):
         "existence test": lambda c: re.search(r"^WHERE \w+\.\w+ IS (NOT )?NULL$", c, re.M),
         "two-hop opening": lambda c: re.match(r"MATCH \([^)]*\)[^\n]*\]-[^\n]*\]-", c),
         "relationship property": lambda c: re.search(r"RETURN \w+\(e_\w+\.", c),
+        "top-k": lambda c: re.search(r"ORDER BY [^\n]* LIMIT [235]$", c, re.M),
     }
     for spec in all_specs("benchmark"):
         golds = [t.gold_cypher for s in sessions if s.world == spec.world for t in s.turns]

@@ -94,6 +94,7 @@ def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, st
         "flag": rng.choice(["", "not "]) + "marked as " + lex.prop(cat_label, cat_prop.name),
         "has": rng.choice(["a recorded ", "no recorded "]) + lex.prop(cat_label, cat_prop.name),
         "group": lex.prop(cat_label, cat_prop.name),
+        "k": rng.choice(["two", "three", "five"]),
     }
     if rng.random() < 0.3:
         slots["back"] = f"Going back to the {lex.noun(start)} from before"
@@ -186,7 +187,7 @@ def test_values_are_verbatim():
 
 def test_families_and_personas_are_covered():
     assert set(FAMILIES) == set(SLOTS) == set(_CORES)
-    assert len(FAMILIES) == 29
+    assert len(FAMILIES) == 30
     assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
     assert set(_WRAPPERS) == set(PERSONAS)
     for family, registers in _CORES.items():
