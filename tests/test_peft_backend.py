@@ -63,14 +63,19 @@ def test_adapter_directory_loads_base_plus_adapter(adapter_dir):
     assert isinstance(text, str)
 
 
+@pytest.mark.neo4j
 def test_a_missing_base_model_is_a_clear_error(adapter_dir, tmp_path):
     broken = tmp_path / "adapter"
     broken.mkdir()
     cfg = json.loads((adapter_dir / "adapter" / "adapter_config.json").read_text())
     cfg["base_model_name_or_path"] = str(tmp_path / "nowhere")
     (broken / "adapter_config.json").write_text(json.dumps(cfg))
+    from benchmark.build import cached_dataset
+
+    small = cached_dataset("train", seed=0, sessions=6, hf=False)  # not the default build: the model fails first
     out = subprocess.run([sys.executable, "-m", "envs.evaluate", "--model", str(broken), "--limit", "1",
-                          "--out", str(tmp_path / "run"), "--quiet"], capture_output=True, text=True, timeout=600)
+                          "--dataset", str(small), "--out", str(tmp_path / "run"), "--quiet"],
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 2 and "base model" in out.stderr and str(tmp_path / "nowhere") in out.stderr
 
 
