@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: install into .venv, start the local Neo4j and load the worlds, then score the default model
-# (SmolLM2-135M-Instruct plus the LoRA adapter that scripts/demo_learning.py trained, shipped in
-# models/smollm2-135m-cypherturn) on the first sessions of the benchmark in the guided protocol, and print
-# the report. Needs Python 3.11+, Java 17+ and Maven; runs offline on CPU.
+# on the first sessions of the benchmark in the guided protocol, and print the report: the LoRA adapter that
+# scripts/demo_learning.py --ship wrote to models/smollm2-135m-cypherturn when there is one, else the offline
+# SmolLM2-135M-Instruct base. Needs Python 3.11+, Java 17+ and Maven; runs offline on CPU.
 #   LIMIT=N          sessions to score (default 3)
 #   MODEL=DIR|NAME   another model (a checkpoint of training/, smollm2-135m, a hub id in the cache)
 #   CYPHERTURN_PYTHON=python3   use that interpreter as it is (no .venv, no install: the Docker image)
