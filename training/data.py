@@ -32,6 +32,16 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+def turn_prompt(env: CypherTurnToolEnv, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The row's prompt messages with the turn prompt that ``env.reset(**row)`` returns appended to the last
+    one, exactly as ``GRPOTrainer`` merges them (the episode is left started at the row's turn)."""
+    observation = env.reset(**row)
+    messages = [dict(m) for m in row["prompt"]]
+    if observation is not None:
+        messages[-1]["content"] = messages[-1]["content"] + observation
+    return messages
+
+
 def oracle_tool_conversation(env: CypherTurnToolEnv, row: dict[str, Any], sessions: dict[str, Session] | list[Session],
                              *, verify: bool = True) -> list[dict[str, Any]]:
     """The oracle's conversation for one training row: the row's prompt with the turn prompt from
@@ -39,10 +49,7 @@ def oracle_tool_conversation(env: CypherTurnToolEnv, row: dict[str, Any], sessio
     then a short final assistant message. Raises if the oracle's answer does not score EX 1."""
     by_id = sessions if isinstance(sessions, dict) else {s.id: s for s in sessions}
     gold = by_id[row["session"]].turns[int(row["turn"])].gold_cypher
-    observation = env.reset(**row)
-    messages = [dict(m) for m in row["prompt"]]
-    if observation is not None:
-        messages[-1]["content"] = messages[-1]["content"] + observation
+    messages = turn_prompt(env, row)
     plan: list[tuple[str, dict[str, Any]]] = []
     if row.get("protocol", "guided") == "agentic":
         plan.append(("inspect_schema", {}))
@@ -110,11 +117,7 @@ def paper_response(turn) -> str:
 
 def paper_conversation(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> list[dict[str, str]]:
     """The row's prompt with its turn prompt (from ``env.reset``) and the paper's response as the answer."""
-    observation = env.reset(**row)
-    messages = [dict(m) for m in row["prompt"]]
-    if observation is not None:
-        messages[-1]["content"] = messages[-1]["content"] + observation
-    return messages + [{"role": "assistant", "content": paper_response(turn)}]
+    return turn_prompt(env, row) + [{"role": "assistant", "content": paper_response(turn)}]
 
 
 SFT_FORMATS = ("guided_tools", "agentic_tools", "paper")
@@ -179,7 +182,5 @@ def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
     if mode == "single_turn":
         env = CypherTurnToolEnv(sessions=sessions, protocol="guided", timeout=env_timeout)
         for row in rows:
-            observation = env.reset(**row)
-            row["prompt"] = [dict(m) for m in row["prompt"]]
-            row["prompt"][-1]["content"] += observation or ""
+            row["prompt"] = turn_prompt(env, row)
     return rows
