@@ -99,6 +99,9 @@ def resolve(world: str, *, autostart: bool | None = None) -> Target:
     if autostart is None:
         autostart = not os.environ.get("CYPHERTURN_NO_AUTOSTART")
     state = server.running_state()
+    if state is not None and world in state.ports and autostart and not server.port_open(state.ports[world]):
+        # alive but not listening: starting (serve waits for it) or hung on its way out (serve replaces it)
+        state = server.serve()
     if state is None or world not in state.ports:
         if not autostart:
             raise ConfigError(f"no external Neo4j is configured and the local server is not running "

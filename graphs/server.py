@@ -10,9 +10,10 @@ output), ``neo4j/<world>/`` (each DBMS home with its store, config and Neo4j's o
 Starting is serialized by a file lock (concurrent callers reuse one server) and a server started after
 a crash takes the ports of the one before, so clients find it where they left it. Inside the JVM a
 watchdog (``graphs/jvm/.../Watchdog.java``) ends any transaction still running ``WATCHDOG_GRACE_S``
-past its timeout, or holding the heap, by termination, then by stopping its thread, and as a last
-resort by exiting (code 75), after which the next ``serve`` restarts it; each action is a ``WATCHDOG``
-line in ``server.log``.
+past its timeout, or holding the heap, by termination, then by closing its connection and stopping its
+thread (never while it sends a result or frees memory, where a stop can take the JVM down), and as a last
+resort by halting (code 75), after which the next ``serve`` (or ``connections.resolve``, which finds the
+port closed) restarts it; each action is a ``WATCHDOG`` line in ``server.log``.
 """
 
 from __future__ import annotations
@@ -226,8 +227,10 @@ def _serve_locked(worlds: list[str], *, timeout: float, progress) -> ServerState
     if state is not None:
         if set(worlds) <= set(state.ports) and all(port_open(p) for p in state.ports.values()):
             return state
-        progress("the running local Neo4j does not serve every world; restarting it")
-        stop(progress=progress)
+        missing = not set(worlds) <= set(state.ports)
+        progress("the running local Neo4j " + ("does not serve every world" if missing
+                                               else "does not answer on every world's port") + "; restarting it")
+        stop(timeout=20.0, progress=progress)  # one not answering may hang in its shutdown: killed after 20 s
     classpath = build_launcher(progress=progress)
     home = neo4j_dir()
     home.mkdir(parents=True, exist_ok=True)

@@ -66,3 +66,28 @@ def test_a_planner_blow_up_is_refused_before_the_server():
     r = SafeExecutor(WORLD, timeout=2.0).run("RETURN " + "(" * 20000 + "1" + ")" * 20000 + " AS x")
     assert r.error is not None and r.error.kind == "refused" and "nests brackets" in r.error.message
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_a_huge_result_cut_off_while_sending_leaves_the_same_server_up():
+    # ~900 MB of packstream: the worker is inside Bolt/Netty when the watchdog acts. A ThreadDeath there
+    # once landed in the JDK's buffer cleaner, which called System.exit from the worker, whose shutdown
+    # hook then waited for that worker: a JVM alive with every port closed (CI saw it). Now the watchdog
+    # only closes that connection, and the server answers throughout, with the same process.
+    before = server.serve(progress=lambda *_: None)
+    log_start = server.log_path().stat().st_size
+    r = SafeExecutor(WORLD, timeout=2.0, retries=0).run("RETURN range(1, 100000000) AS xs")
+    assert r.error is not None and r.error.kind in ("timeout", "too_large"), r.error
+    deadline = time.monotonic() + 2.0 + 2 * server.WATCHDOG_GRACE_S + 40
+    while True:
+        state = server.running_state()
+        assert state is not None and state.pid == before.pid, "the server went down"
+        assert all(server.port_open(p) for p in state.ports.values()), "a port closed"
+        left = _other_transactions()
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    assert left == [], left
+    log = server.log_path().read_bytes()[log_start:].decode(errors="replace")
+    assert "closed the connection of" in log and "range(1, 100000000)" in log, log[-2000:]
+    assert "Cleaner terminated abnormally" not in log and "exiting" not in log
+    assert SafeExecutor(WORLD).run("RETURN 1 AS one").rows == [[1]]

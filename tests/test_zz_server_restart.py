@@ -4,6 +4,7 @@ the server the other tests use."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -53,3 +54,26 @@ def test_killing_neo4j_mid_run_gives_unavailable_and_serve_restores_it():
     again = SafeExecutor(WORLD).run("MATCH (n) RETURN count(n) AS n")
     assert again.error is None and again.rows == expected
     assert read_summary(connections.resolve(WORLD)).checksum == before
+
+
+def test_a_server_alive_with_its_ports_closed_is_replaced_by_the_next_client(tmp_path):
+    # A JVM hung on its way out keeps its pid but no port (CI once saw it). Stand-in: a live process
+    # whose command line names the server's main class, recorded as the server, listening on nothing.
+    before = server.serve(progress=lambda *_: None)
+    expected = SafeExecutor(WORLD).run("MATCH (n) RETURN count(n) AS n").rows
+    os.kill(before.pid, signal.SIGKILL)
+    while server.running_state() is not None or any(server.port_open(p) for p in before.ports.values()):
+        time.sleep(0.05)  # (a dying process loses its command line before its sockets)
+    hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", server.MAIN_CLASS])
+    try:
+        state_file = server.neo4j_dir() / "server.json"
+        state_file.write_text(json.dumps({**before.__dict__, "pid": hung.pid}))
+        assert server.running_state().pid == hung.pid  # it passes for the server
+        target = connections.resolve(WORLD)  # the next client finds the port closed and replaces it
+        after = server.running_state()
+        assert after.pid not in (hung.pid, before.pid) and after.ports == before.ports
+        assert target.uri == before.uri(WORLD)
+        assert hung.wait(timeout=30) is not None  # stopped, not left behind
+        assert SafeExecutor(WORLD).run("MATCH (n) RETURN count(n) AS n").rows == expected
+    finally:
+        hung.kill()

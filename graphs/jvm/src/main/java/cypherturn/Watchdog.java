@@ -26,17 +26,29 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
  *
  * Each tick, for every world's database:
  *  1. a transaction running past its timeout + grace is marked for termination (Neo4j's own way out);
- *  2. one still open a grace period after that has the thread executing its query stopped;
- *  3. one still open a grace period after that makes the whole JVM exit with code 75, so that the
- *     next client restarts the server on the same ports with the same stores (graphs/server.py).
+ *  2. one still open a grace period after that has its client connection closed and, when the thread
+ *     executing its query is inside Cypher evaluation, that thread stopped;
+ *  3. one whose stopped thread still computes a grace period after that (or whose unstoppable thread
+ *     still runs DRAIN_GRACES grace periods after that) halts the JVM with code 75, so that the next
+ *     client restarts the server on the same ports with the same stores (graphs/server.py).
+ * A thread is never stopped while it sends a result (Bolt, Netty, NIO) or frees memory: a ThreadDeath
+ * delivered inside the JDK's Cleaner makes it call System.exit(1) from that thread, whose shutdown hook
+ * then waits for the very same thread to leave its connection: a server hung with its ports closed.
+ * Closing the connection ends such a thread once it has written its value (bounded by the value's size).
+ * The last resort is Runtime.halt, not System.exit, for the same reason: no shutdown hook can wait for a
+ * stuck worker; the stores are only read at query time, so nothing is lost.
  * When the old generation of the heap is fuller than the configured fraction, the query whose thread
- * allocated the most since the last tick is terminated and its thread stopped, before the JVM runs out
+ * allocated the most since the last tick is terminated and stopped the same way, before the JVM runs out
  * of memory (which would take every world down).
  * Every action is printed to the server log as a line starting with "WATCHDOG".
  */
 final class Watchdog implements Runnable {
     static final int EXIT_STUCK = 75;
     private static final long MIN_HUNGRY_BYTES = 16L << 20; // a query allocating less than this per tick is not the cause
+    private static final int DRAIN_GRACES = 12; // an unstoppable thread sending a result gets this many graces
+    /** Code where an asynchronous ThreadDeath is unsafe: result sending, buffers, the JDK's cleaners. */
+    private static final String[] UNSAFE_TO_STOP = {"io.netty.", "org.neo4j.bolt.", "org.neo4j.packstream.",
+            "java.nio.", "sun.nio.", "jdk.internal.ref.", "jdk.internal.misc.", "sun.misc.", "java.lang.ref."};
 
     private final Map<String, DatabaseManagementService> services;
     private final long graceNanos;
@@ -48,6 +60,7 @@ final class Watchdog implements Runnable {
     private final Map<KernelTransactionHandle, Long> terminatedAt = new HashMap<>();
     private final Map<KernelTransactionHandle, Long> stoppedAt = new HashMap<>();
     private final Map<KernelTransactionHandle, Thread> stoppedThread = new HashMap<>();
+    private final Set<KernelTransactionHandle> unstoppable = new HashSet<>();
     private final Map<Long, Long> allocatedBefore = new HashMap<>();
 
     Watchdog(Map<String, DatabaseManagementService> services, long graceMillis, long intervalMillis,
@@ -138,20 +151,29 @@ final class Watchdog implements Runnable {
                             + " ms after termination");
                     stoppedAt.put(tx, now);
                     stoppedThread.put(tx, thread);
-                } else if (stopped != null && now - stopped <= graceNanos && stillComputing(stoppedThread.get(tx))) {
-                    stoppedThread.get(tx).stop(); // ThreadDeath may have been caught on the way out: again
-                    // (only reached after stop() above worked, i.e. on a Java that can stop threads)
-                } else if (stopped != null && now - stopped > graceNanos && stillComputing(stoppedThread.get(tx))) {
-                    StackTraceElement[] frames = stoppedThread.get(tx).getStackTrace();
-                    report("exiting", world, tx, "its thread did not stop (at " + String.join(" < ",
-                            java.util.Arrays.stream(frames).limit(4).map(Object::toString).toList())
-                            + "); the JVM exits with code " + EXIT_STUCK + " so that the server is restarted on the "
-                            + "same ports");
-                    System.exit(EXIT_STUCK);
+                } else if (stopped != null) {
+                    Thread t = stoppedThread.get(tx);
+                    long allowed = (unstoppable.contains(tx) ? DRAIN_GRACES : 1) * graceNanos;
+                    if (now - stopped <= allowed && stillComputing(t)) {
+                        if (safeToStop(t)) {
+                            if (unstoppable.remove(tx)) {
+                                stoppedAt.put(tx, now); // its first stop: the usual grace from here
+                            }
+                            t.stop(); // ThreadDeath may have been caught on the way out, or it can be stopped now
+                        }
+                    } else if (now - stopped > allowed && stillComputing(t)) {
+                        StackTraceElement[] frames = t.getStackTrace();
+                        report("exiting", world, tx, "its thread did not stop (at " + String.join(" < ",
+                                java.util.Arrays.stream(frames).limit(4).map(Object::toString).toList())
+                                + "); the JVM halts with code " + EXIT_STUCK + " so that the server is restarted on "
+                                + "the same ports");
+                        Runtime.getRuntime().halt(EXIT_STUCK);
+                    }
                 }
             }
         }
         terminatedAt.keySet().retainAll(seen);
+        unstoppable.retainAll(seen);
         stoppedAt.keySet().retainAll(seen);
         stoppedThread.keySet().retainAll(seen);
         allocatedBefore.clear();
@@ -210,10 +232,37 @@ final class Watchdog implements Runnable {
         return null;
     }
 
+    /**
+     * Whether an asynchronous ThreadDeath may be delivered to ``thread`` now: its innermost frames, up to
+     * the first Cypher one, are none of UNSAFE_TO_STOP (a thread inside a native call receives it on return,
+     * so a JDK cleaner freeing a buffer would catch it and exit the JVM).
+     */
+    private static boolean safeToStop(Thread thread) {
+        if (thread == null || !thread.isAlive()) {
+            return false;
+        }
+        for (StackTraceElement frame : thread.getStackTrace()) {
+            String cls = frame.getClassName();
+            if (cls.startsWith("org.neo4j.cypher.")) {
+                return true;
+            }
+            for (String prefix : UNSAFE_TO_STOP) {
+                if (cls.startsWith(prefix)) {
+                    return false;
+                }
+            }
+        }
+        return false; // not running a query at all: nothing to stop
+    }
+
     @SuppressWarnings({"deprecation", "removal"})
     private void stop(String world, GraphDatabaseAPI db, KernelTransactionHandle tx, Thread thread, String why) {
         if (thread == null) {
             report("could not stop (no thread)", world, tx, why);
+        } else if (!safeToStop(thread)) {
+            unstoppable.add(tx);
+            report("closed the connection of", world, tx, why + "; its thread " + thread.getName()
+                    + " is sending the result or freeing memory, where stopping it could take the JVM down");
         } else {
             report("stopped thread " + thread.getName() + " of", world, tx, why);
             try {
@@ -221,8 +270,8 @@ final class Watchdog implements Runnable {
                 thread.stop();
             } catch (UnsupportedOperationException e) {
                 // Java 20+ cannot stop threads: restarting the server is the only way left
-                report("exiting", world, tx, "this Java cannot stop threads; the JVM exits with code " + EXIT_STUCK);
-                System.exit(EXIT_STUCK);
+                report("exiting", world, tx, "this Java cannot stop threads; the JVM halts with code " + EXIT_STUCK);
+                Runtime.getRuntime().halt(EXIT_STUCK);
             }
         }
         // the client gave up long ago; closing its connection rolls the transaction back and frees it
