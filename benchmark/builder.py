@@ -37,6 +37,7 @@ stored in a canonical order, so the same seed gives a byte-identical dataset.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -62,8 +63,13 @@ GROUPED_RATE = 0.35  # of AGG_COUNT turns on a set with a categorical property: 
 MIN_RATE = 0.4  # of AGG_MAX turns: the minimum instead
 TOP_K_RATE = 0.25  # of THRESHOLD turns: a cut by rank ("the three ... with the most ...") instead of a value
 NUMBER_WORDS = {2: "two", 3: "three", 5: "five"}
+STAT_WORDS = {"max": "highest", "min": "lowest", "avg": "average", "sum": "total"}
 EDGE_AGG_RATE = 0.4  # of aggregates right after an expansion: over the relationship's own property
 TWO_HOP_RATE = 0.2  # of openings and topic shifts: a set two hops from a named entity
+DATE_RATE = 0.3  # of THRESHOLD turns on a set with a date property: a cut by date ("before 1200")
+PER_MEMBER_RATE = 0.5  # of AGG_COUNT turns: a count per member, zero included (OPTIONAL MATCH)
+WITH_ATTRIBUTE_RATE = 0.2  # of EXPAND turns: the new set with one property of each ("... and their role")
+MAX_PER_MEMBER = 30  # largest set a per-member count is asked over (one row per member)
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
 LISTING_MODES = ("none", "topic_shift", "expand", "pivot", "contrast", "value_narrow", "narrow")
@@ -161,7 +167,7 @@ class WorldBuilder:
         head = phrase.split(" in ")[0].split()[-1].lower()
         plural = len(head) > 3 and head.endswith("s") and not head.endswith(("ss", "us", "is", "ics"))
         spec = (self._props.get(label) or self._rel_props[label])[prop]  # a label's or a relationship's
-        if plural and spec.type == "int":
+        if plural and spec.type == "int" and not phrase.lower().startswith(("number of", "count of")):
             return f"number of {phrase}"
         return phrase
 
@@ -253,7 +259,7 @@ class WorldBuilder:
             raise GateFailure("feasible")
         prop = rng.choice(nums)
         greater = rng.random() < 0.5
-        t = self.threshold([m[prop] for m in members if m.get(prop) is not None], rng, year="year" in prop)
+        t = self.threshold([m[prop] for m in members if m.get(prop) is not None], rng, year=is_year(prop))
         if t is None:  # no round number splits the set
             raise GateFailure("round_threshold")
         return chain.compare(base.var, base.label, prop, greater, t), prop, greater, t
@@ -317,13 +323,22 @@ class WorldBuilder:
         uni = self.universe(base)
         if phen in ("EXPAND", "RECURSE"):
             options = [(r, f, o) for r, f, o in self.links(label) if (r.source == r.target) == (phen == "RECURSE")]
+            if phen == "EXPAND":  # never straight back to the kind of node the set was reached from
+                options = [(r, f, o) for r, f, o in options if o != base.origin]
             if not options:
                 raise GateFailure("feasible")
             r, forward, other = rng.choice(options)
+            extra: tuple[str, ...] = ()
+            attrs = self.attributes(other) if phen == "EXPAND" else []
+            if attrs and rng.random() < WITH_ATTRIBUTE_RATE:  # two things asked, two columns returned
+                attr = rng.choice(attrs)
+                extra = (attr,)
+                slots.update(attr=self.agg_prop(other, attr) if attr in self.numeric(other) else
+                             self.lex.prop(other, attr), family="EXPAND_WITH")
             step = chain.expand(base, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
-                                symmetric=r.symmetric)
+                                symmetric=r.symmetric, extra=extra)
             ustep = chain.expand(uni, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
-                                 symmetric=r.symmetric)
+                                 symmetric=r.symmetric, extra=extra)
             slots.update(target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
             return step, slots, True, ustep
         if phen == "PIVOT":
@@ -342,6 +357,10 @@ class WorldBuilder:
             slots.update(prop=self.agg_prop(label, prop), extreme="highest" if highest else "lowest",
                          target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
             return step, slots, True, ustep
+        if phen == "AGG_COUNT" and rng.random() < PER_MEMBER_RATE:
+            each = self._count_each(base, rng, var, slots)
+            if each is not None:
+                return each
         if phen == "AGG_COUNT":
             # a grouping that splits the set: never by a property it was filtered on (one group)
             groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate
@@ -352,14 +371,21 @@ class WorldBuilder:
                 slots.update(group=self.lex.prop(label, prop), family="AGG_COUNT_GROUPED")
                 return chain.count_by(base, prop), slots, False, chain.count_by(uni, prop)
             return chain.count(base), slots, False, chain.count(uni)
-        if phen in chain.AGGREGATES and base.edge is not None and rng.random() < EDGE_AGG_RATE:
+        if phen in chain.AGGREGATES and base.edge is not None and base.origin and rng.random() < EDGE_AGG_RATE:
+            # "For those courses taken by the students, what's the average grade?": the wording names the
+            # link, so the property is read as the relationship's; never one the set's nodes also have
             rel = next(r for r in self.spec.relationships if r.type == base.edge[1])
             flag = "additive" if phen == "AGG_SUM" else "comparable"
-            props = [p.name for p in rel.properties if p.type in ("int", "float") and getattr(p, flag)]
+            props = [p.name for p in rel.properties if p.type in ("int", "float") and getattr(p, flag)
+                     and p.name not in self._props[label]]
             if props:
                 prop = rng.choice(props)
                 fn = chain.AGGREGATES[phen]
-                slots.update(prop=self.agg_prop(rel.type, prop))
+                if fn == "max" and rng.random() < MIN_RATE:
+                    fn = "min"
+                forward = rel.target == label and rel.source == base.origin or rel.symmetric
+                slots.update(prop=self.agg_prop(rel.type, prop), stat=STAT_WORDS[fn], family="AGG_EDGE",
+                             prev_noun=self.lex.noun(base.origin), link=self.link_phrase(rel, forward))
                 return (chain.aggregate_edges(base, fn, prop), slots, False,
                         chain.universe_edges(rel.type, fn, prop))
         if phen in chain.AGGREGATES:
@@ -407,6 +433,9 @@ class WorldBuilder:
                          "value2": self.lex.value(value)}
             step = chain.narrow(base, self.keys[label], conds)
             return step, slots, True, chain.narrow(uni, self.keys[label], conds)
+        if phen == "THRESHOLD" and self.dates(label, base) and (
+                not [p for p in self.numeric(label) if p not in base.filtered_props] or rng.random() < DATE_RATE):
+            return self._date_cut(base, uni, rng, slots)
         if phen == "THRESHOLD" and rng.random() < TOP_K_RATE:
             top = self._top_k(base, rng, var)
             if top is not None:
@@ -451,6 +480,58 @@ class WorldBuilder:
         step = chain.narrow(base, self.keys[label], [cond])
         return step, slots, True, chain.narrow(uni, self.keys[label], [cond])
 
+    def _date_cut(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, slots: dict):
+        """A THRESHOLD on a date, said by year: "founded before 1200", "surveyed in 1150 or later". The
+        year is the roundest one that splits the set (a date is compared with January 1st of it)."""
+        label = base.label
+        prop = rng.choice(self.dates(label, base))
+        days = sorted({dt.date.fromisoformat(m[prop]) for m in self.members(base) if m.get(prop)})
+        best: tuple[int, int] | None = None  # (roundness, year)
+        for lo, hi in zip(days, days[1:]):
+            for roundness, step in enumerate((1, 5, 10, 25, 50, 100)):
+                first = (lo.year // step + 1) * step  # the first multiple of step after lo's year
+                if first <= hi.year and (best is None or roundness > best[0]
+                                         or roundness == best[0] and rng.random() < 0.5):
+                    best = (roundness, first)
+        if best is None:  # every member on one day, or no year between two neighbours
+            raise GateFailure("round_threshold", f"no year splits {prop}")
+        year = best[1]
+        before = rng.random() < 0.5
+        cond = chain.before_year(base.var, label, prop, year, before)
+        when = f"before {year}" if before else rng.choice((f"in {year} or later", f"from {year} on"))
+        slots.update(prop=self.lex.prop(label, prop), when=when, family="THRESHOLD_DATE")
+        return (chain.narrow(base, self.keys[label], [cond]), slots, True,
+                chain.narrow(uni, self.keys[label], [cond]))
+
+    def _count_each(self, base: chain.EntitySet, rng: random.Random, var: str, slots: dict):
+        """"How many pearls does each of those reefs yield, zero included?": one row per member (OPTIONAL
+        MATCH), asked only where some members have such neighbours and some have none."""
+        links = [(r, f, o) for r, f, o in self.links(base.label) if r.source != r.target]
+        if not links or not 2 <= len(self.members(base)) <= MAX_PER_MEMBER:
+            return None
+        rng.shuffle(links)
+        for r, forward, other in links:  # the first link some members have and some lack
+            step = chain.count_neighbours(base, self.keys[base.label], r.type, forward, other, var, r.symmetric)
+            res = self.run(step.cypher)
+            counts = [row[-1] for row in res.rows] if res.error is None else []
+            if counts and 0 in counts and any(counts):
+                break
+        else:
+            raise GateFailure("missing_neighbour", "every member has such a neighbour, or none has")
+        uni = self.universe(base)
+        slots.update(target_noun=self.lex.noun(other), link=self.link_phrase(r, forward), family="AGG_COUNT_EACH")
+        return step, slots, False, chain.count_neighbours(uni, self.keys[base.label], r.type, forward, other, var,
+                                                          r.symmetric)
+
+    def attributes(self, label: str) -> list[str]:
+        """Properties a user asks for alongside a list ("... and their role"): recorded on every node,
+        not the display key."""
+        return [p.name for p in self._props[label].values() if p.name != self.keys[label] and not p.null_rate
+                and p.type in ("string", "int", "float") and (p.values or p.type != "string")]
+
+    def dates(self, label: str, s: chain.EntitySet) -> list[str]:
+        return [p.name for p in self._props[label].values() if p.type == "date" and p.name not in s.filtered_props]
+
     def _top_k(self, base: chain.EntitySet, rng: random.Random, var: str):
         """A THRESHOLD by rank: "the three of those fleets with the most vessels" (no tie at the cut)."""
         members = self.members(base)
@@ -487,7 +568,7 @@ class WorldBuilder:
                 raise GateFailure("leak", ", ".join(found))
         if self.rewriter is not None:
             # every entity name and value must survive the rewrite, else the template text stays
-            keep = must_keep(slots.get(k) for k in ("anchor_name", "value", "value2"))
+            keep = must_keep(slots.get(k) for k in ("anchor_name", "value", "value2", "when"))
             rewritten, ok = apply_rewrite(self.rewriter, text, persona, keep, self.rewrite_stats)
             if ok and (persona in TECHNICAL_PERSONAS or not leaks(rewritten, self.spec)):
                 text = rewritten
@@ -590,7 +671,7 @@ class WorldBuilder:
         ok.update(p for p in chain.AGGREGATES if self.aggregable(label, p))
         if cats or self.flags(label, s) or self.nullable(label, s):
             ok.add("REFINE" if after_filter else "FILTER")
-        if [p for p in numeric if p not in s.filtered_props]:
+        if [p for p in numeric if p not in s.filtered_props] or self.dates(label, s):
             ok.add("THRESHOLD")
             if cats:
                 ok.add("COMPOUND")
@@ -610,6 +691,12 @@ class WorldBuilder:
                     gold_rows=canonical_rows(r.rows), phenomenon=phen, chain_mode=chain_mode,
                     depends_on=depends_on, ambiguity_info=ambiguity,
                     gold_key_values=[kv.to_dict() for kv in step.key_values], gold_triples=list(step.triples))
+
+
+def is_year(prop: str) -> bool:
+    """Whether a property holds a calendar year ("founded_year", "since_year"; never a duration such as
+    "age_years" or a rate such as "tonnes_per_year"): a year is said exactly, not rounded."""
+    return prop == "year" or prop.endswith("_year") and not prop.endswith(("per_year", "last_year"))
 
 
 def is_round(value: Any) -> bool:

@@ -79,6 +79,9 @@ class EntitySet:
     # (edge variable, relationship type) of the one-hop expansion that produced the set, if any:
     # what a question about the relationship's own properties ("their average grade") aggregates
     edge: tuple[str, str] | None = None
+    # the label of the node(s) the set was reached from in its last hop (an opening's anchor, the prior
+    # set of an expansion): an expansion straight back to it is a round trip a user would not ask for
+    origin: str | None = None
 
     def distinct(self) -> list[str]:
         return [*self.clauses, f"WITH DISTINCT {self.var}"]
@@ -128,10 +131,12 @@ def column_rule_violations(cypher: str) -> list[str]:
     return bad
 
 
-def _list_step(s: EntitySet, key: str) -> Step:
-    """The gold query listing a set by its display key (returned under the key's own name)."""
-    cypher = "\n".join([*s.clauses, f"RETURN DISTINCT {s.var}.{ident(key)} AS {ident(key)}"])
-    return Step(cypher, (key,), s.key_values, s.triples, s)
+def _list_step(s: EntitySet, key: str, extra: tuple[str, ...] = ()) -> Step:
+    """The gold query listing a set by its display key (returned under the key's own name), with
+    the ``extra`` properties the question also asks for ("... and what is the role of each?")."""
+    items = ", ".join(f"{s.var}.{ident(p)} AS {ident(p)}" for p in (key, *extra))
+    cypher = "\n".join([*s.clauses, f"RETURN DISTINCT {items}"])
+    return Step(cypher, (key, *extra), s.key_values, s.triples, s)
 
 
 def _arrow(rel_type: str, forward: bool, hops: str = "", symmetric: bool = False, edge: str = "") -> str:
@@ -154,7 +159,7 @@ def open_anchored(anchor_label: str, anchor_key: str, anchor_value: Any, rel_typ
     clause = f"MATCH {anchor}{_arrow(rel_type, forward, symmetric=symmetric)}({var}:{ident(target_label)})"
     src, dst = (anchor_label, target_label) if forward else (target_label, anchor_label)
     s = EntitySet(target_label, var, (clause,), (KeyValue(anchor_label, anchor_key, anchor_value),),
-                  (triple(src, rel_type, dst),))
+                  (triple(src, rel_type, dst),), origin=anchor_label)
     return _list_step(s, target_key)
 
 
@@ -168,7 +173,8 @@ def open_two_hop(anchor_label: str, anchor_key: str, anchor_value: Any, hop1: tu
               f"{_arrow(hop2[0], hop2[1], symmetric=hop2[2])}({var}:{ident(target_label)})")
     t1 = triple(anchor_label, hop1[0], mid_label) if hop1[1] else triple(mid_label, hop1[0], anchor_label)
     t2 = triple(mid_label, hop2[0], target_label) if hop2[1] else triple(target_label, hop2[0], mid_label)
-    s = EntitySet(target_label, var, (clause,), (KeyValue(anchor_label, anchor_key, anchor_value),), _merge([t1, t2]))
+    s = EntitySet(target_label, var, (clause,), (KeyValue(anchor_label, anchor_key, anchor_value),), _merge([t1, t2]),
+                  origin=mid_label)
     return _list_step(s, target_key)
 
 
@@ -184,15 +190,18 @@ def open_filtered(label: str, key: str, prop: str, value: Any, var: str) -> Step
 # -- chain modes ---------------------------------------------------------------------------------------
 
 def expand(s: EntitySet, rel_type: str, forward: bool, target_label: str, target_key: str, var: str,
-           recursive: bool = False, symmetric: bool = False) -> Step:
+           recursive: bool = False, symmetric: bool = False, extra: tuple[str, ...] = ()) -> Step:
     """expand: the nodes one hop (or, recursive, any number of hops) from the prior set."""
+    # the relationship gets a variable only when a later turn asks about its properties
+    # (aggregate_edges binds it then); a listing gold leaves it anonymous, as an annotator would
     edge = "" if recursive else f"e_{var}"
     clause = "MATCH " + _pattern(s.var, rel_type, forward, var, target_label, "*1.." if recursive else "",
-                                 symmetric, edge)
+                                 symmetric)
     src, dst = (s.label, target_label) if forward else (target_label, s.label)
     new = EntitySet(target_label, var, (*s.distinct(), clause), s.key_values,
-                    _merge(s.triples, [triple(src, rel_type, dst)]), edge=(edge, rel_type) if edge else None)
-    return _list_step(new, target_key)
+                    _merge(s.triples, [triple(src, rel_type, dst)]), edge=(edge, rel_type) if edge else None,
+                    origin=s.label)
+    return _list_step(new, target_key, extra)
 
 
 def pivot(s: EntitySet, prop: str, highest: bool, rel_type: str, forward: bool, target_label: str,
@@ -203,7 +212,8 @@ def pivot(s: EntitySet, prop: str, highest: bool, rel_type: str, forward: bool, 
                f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT 1",
                "MATCH " + _pattern(s.var, rel_type, forward, var, target_label, symmetric=symmetric))
     src, dst = (s.label, target_label) if forward else (target_label, s.label)
-    new = EntitySet(target_label, var, clauses, s.key_values, _merge(s.triples, [triple(src, rel_type, dst)]))
+    new = EntitySet(target_label, var, clauses, s.key_values, _merge(s.triples, [triple(src, rel_type, dst)]),
+                    origin=s.label)
     return _list_step(new, target_key)
 
 
@@ -230,7 +240,11 @@ def aggregate_edges(s: EntitySet, fn: str, prop: str) -> Step:
     if s.edge is None:
         raise ValueError("the set was not produced by a one-hop expansion")
     column = f"{fn}_{prop}"
-    cypher = "\n".join([*s.clauses, f"RETURN {fn}({s.edge[0]}.{ident(prop)}) AS {ident(column)}"])
+    anonymous = f"[:{ident(s.edge[1])}]"
+    if anonymous not in s.clauses[-1]:
+        raise ValueError("the set's last clause is not its expansion")
+    bound = s.clauses[-1].replace(anonymous, f"[{s.edge[0]}:{ident(s.edge[1])}]", 1)
+    cypher = "\n".join([*s.clauses[:-1], bound, f"RETURN {fn}({s.edge[0]}.{ident(prop)}) AS {ident(column)}"])
     return Step(cypher, (column,), s.key_values, s.triples, None)
 
 
@@ -247,7 +261,7 @@ def narrow(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
                      _merge(*(c.props for c in conditions)))
     props = {kv.property for kv in cond.key_values} | set(cond.props)
     new = EntitySet(s.label, s.var, (*s.distinct(), f"WHERE {cond.text}"), _merge(s.key_values, cond.key_values),
-                    s.triples, s, cond, s.filtered_props | props)
+                    s.triples, s, cond, s.filtered_props | props, origin=s.origin)
     return _list_step(new, key)
 
 
@@ -257,7 +271,8 @@ def top_k(s: EntitySet, key: str, prop: str, highest: bool, k: int) -> Step:
     order = "DESC" if highest else "ASC"
     clauses = (*s.clauses, f"WITH DISTINCT {s.var} WHERE {s.var}.{ident(prop)} IS NOT NULL",
                f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT {k}")
-    new = EntitySet(s.label, s.var, clauses, s.key_values, s.triples, None, None, s.filtered_props | {prop})
+    new = EntitySet(s.label, s.var, clauses, s.key_values, s.triples, None, None, s.filtered_props | {prop},
+                    origin=s.origin)
     return _list_step(new, key)
 
 
@@ -273,7 +288,7 @@ def contrast(s: EntitySet, key: str) -> Step:
     negated = Condition(f"NOT coalesce({cond.text}, false)", cond.key_values)
     new = EntitySet(s.label, s.var, (*parent.distinct(), f"WHERE {negated.text}"),
                     _merge(parent.key_values, cond.key_values), parent.triples, parent, negated,
-                    parent.filtered_props)
+                    parent.filtered_props, origin=parent.origin)
     return _list_step(new, key)
 
 
@@ -290,6 +305,24 @@ def count_by(s: EntitySet, prop: str) -> Step:
     """aggregate, grouped: how many members of the prior set have each value of ``prop``."""
     cypher = "\n".join([*s.distinct(), f"RETURN {s.var}.{ident(prop)} AS {ident(prop)}, count({s.var}) AS count"])
     return Step(cypher, (prop, "count"), s.key_values, s.triples, None)
+
+
+def before_year(var: str, label: str, prop: str, year: int, before: bool) -> Condition:
+    """A date condition as people say it: "before 1200" (``< date('1200-01-01')``) or "in 1200 or
+    later" (``>= date('1200-01-01')``)."""
+    day = dt.date(year, 1, 1)
+    return Condition(f"{var}.{ident(prop)} {'<' if before else '>='} {literal(day)}", (KeyValue(label, prop, day),))
+
+
+def count_neighbours(s: EntitySet, key: str, rel_type: str, forward: bool, target_label: str, var: str,
+                     symmetric: bool = False) -> Step:
+    """aggregate, per member: how many ``target_label`` nodes each member of the prior set is linked to,
+    zero included (OPTIONAL MATCH: a member without any neighbour is part of the answer)."""
+    pattern = _pattern(s.var, rel_type, forward, var, target_label, symmetric=symmetric)
+    cypher = "\n".join([*s.distinct(), f"OPTIONAL MATCH {pattern}",
+                        f"RETURN {s.var}.{ident(key)} AS {ident(key)}, count(DISTINCT {var}) AS count"])
+    src, dst = (s.label, target_label) if forward else (target_label, s.label)
+    return Step(cypher, (key, "count"), s.key_values, _merge(s.triples, [triple(src, rel_type, dst)]), None)
 
 
 def compare(var: str, label: str, prop: str, greater: bool, value: Any) -> Condition:

@@ -32,7 +32,12 @@ from typing import Any, Iterable, Iterator
 
 OPENING = "OPENING"  # turn 1's label; not one of the 13 phenomena
 
-# phenomenon -> (category, chain mode)
+# phenomenon -> (category, chain mode). The 13 are the paper's taxonomy and stay fixed; a question kind
+# the generator adds is labelled with the phenomenon whose chain mode it is: a cut by rank ("the three
+# of those fleets with the most vessels", ORDER BY ... LIMIT k) is THRESHOLD / value_narrow, a cut by
+# value or by date is THRESHOLD too, MIN is AGG_MAX's other extreme, a grouped count ("how many for
+# each role?") is AGG_COUNT, a boolean or existence test is FILTER / REFINE. scripts/audit_sessions.py
+# (question_kinds) tells the kinds apart from the gold Cypher.
 PHENOMENA: dict[str, tuple[str, str]] = {
     "EXPAND": ("navigation", "expand"),
     "RECURSE": ("navigation", "expand"),

@@ -87,6 +87,10 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "AGG_MIN": ("set_noun", "prop"),
     "AGG_COUNT_GROUPED": ("set_noun", "group"),
     "TOP_K": ("set_noun", "k", "extreme", "prop"),
+    "THRESHOLD_DATE": ("set_noun", "prop", "when"),
+    "AGG_EDGE": ("set_noun", "link", "prev_noun", "stat", "prop"),
+    "AGG_COUNT_EACH": ("set_noun", "target_noun", "link"),
+    "EXPAND_WITH": ("set_noun", "target_noun", "link", "attr"),
     "PIVOT_AMBIGUOUS": _PIVOT,
     "AGG_MAX_AMBIGUOUS": ("set_noun", "prop"),
     "AGG_AVG_AMBIGUOUS": ("set_noun", "prop"),
@@ -712,6 +716,98 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "I want the {k} {set_noun} what have the {extreme} {prop}.",
         ],
     },
+    "AGG_EDGE": {
+        "plain": [
+            "For those {set_noun} {link} the {prev_noun}, what's the {stat} {prop}?",
+            "Looking at how those {set_noun} are {link} the {prev_noun}, what's the {stat} {prop} there?",
+            "What's the {stat} {prop} across those {set_noun} {link} the {prev_noun}?",
+            "Taking those {set_noun} {link} the {prev_noun}, what is the {stat} {prop}?",
+        ],
+        "terse": [
+            "The {stat} {prop} for those {set_noun} {link} the {prev_noun}?",
+            "Those {set_noun} {link} the {prev_noun}: {stat} {prop}?",
+            "Just the {stat} {prop} across those {set_noun} {link} the {prev_noun}.",
+        ],
+        "tech": [
+            "Aggregate over the relationships of those {set_noun} {link} the {prev_noun}: {stat} {prop}.",
+            "Compute the {stat} {prop} over each relationship of those {set_noun} {link} the {prev_noun}.",
+            "On the relationships of those {set_noun} {link} the {prev_noun}, compute the {stat} {prop}.",
+        ],
+        "nonnative": [
+            "For these {set_noun} {link} the {prev_noun}, what is the {stat} {prop}?",
+            "Please tell me the {stat} {prop} for those {set_noun} {link} the {prev_noun}.",
+            "Which is the {stat} {prop} of those {set_noun} {link} the {prev_noun}?",
+        ],
+    },
+    "THRESHOLD_DATE": {
+        "plain": [
+            "Which of those {set_noun} have their {prop} {when}?",
+            "Keep only the {set_noun} whose {prop} is {when}.",
+            "Just the {set_noun} with the {prop} {when}, please.",
+            "Filter those {set_noun} down to the ones with their {prop} {when}.",
+        ],
+        "terse": [
+            "Only the {set_noun} with {prop} {when}.",
+            "Those {set_noun}, {prop} {when} only.",
+            "Cut to the {set_noun} whose {prop} is {when}.",
+        ],
+        "tech": [
+            "Filter the current {set_noun} on {prop}: {when}.",
+            "Apply a date condition to those {set_noun}: {prop} {when}.",
+            "Restrict the result set of {set_noun} to rows where the {prop} is {when}.",
+        ],
+        "nonnative": [
+            "Which of these {set_noun} they have the {prop} {when}?",
+            "Keep only the {set_noun} with the {prop} {when}, please.",
+            "From those {set_noun} I want only where {prop} is {when}.",
+        ],
+    },
+    "AGG_COUNT_EACH": {
+        "plain": [
+            "For each of those {set_noun}, how many {target_noun} are {link} it? Include the ones with none.",
+            "How many {target_noun} are {link} each of those {set_noun}, counting zero where there are none?",
+            "Give me a count of the {target_noun} {link} each of those {set_noun}, including any with none.",
+            "List those {set_noun} with the number of {target_noun} {link} each one, zeros included.",
+        ],
+        "terse": [
+            "Those {set_noun}, each with its number of {target_noun} {link} it, zeros included.",
+            "Count of {target_noun} {link} each of those {set_noun}, including zeros.",
+            "Each of those {set_noun} with how many {target_noun} are {link} it. Zero counts too.",
+        ],
+        "tech": [
+            "For every one of those {set_noun}, count the {target_noun} {link} it, keeping the ones with none as 0.",
+            "Left-join those {set_noun} to the {target_noun} {link} them and count per row, zeros kept.",
+            "For each of the current {set_noun}: the number of {target_noun} {link} it, 0 where there is no match.",
+        ],
+        "nonnative": [
+            "For every of these {set_noun}, how many {target_noun} are {link} it? Also the ones with zero.",
+            "Please count the {target_noun} {link} each of those {set_noun}, also when it is none.",
+            "I want for each of those {set_noun} how many {target_noun} are {link} it, also zero.",
+        ],
+    },
+    "EXPAND_WITH": {
+        "plain": [
+            "Which {target_noun} are {link} those {set_noun}, and what is the {attr} of each?",
+            "Show me the {target_noun} {link} those {set_noun}, along with their {attr}.",
+            "List the {target_noun} {link} those {set_noun} with the {attr} of each one.",
+            "What {target_noun} are {link} those {set_noun}? Give me their {attr} as well.",
+        ],
+        "terse": [
+            "The {target_noun} {link} those {set_noun}, plus their {attr}.",
+            "And the {target_noun} {link} those {set_noun}, {attr} included.",
+            "Next: {target_noun} {link} those {set_noun} and the {attr} of each.",
+        ],
+        "tech": [
+            "Traverse from those {set_noun} to the {target_noun} {link} them and return each with its {attr}.",
+            "Join the previous {set_noun} to the {target_noun} {link} them; two columns, the {target_noun} and their {attr}.",
+            "Expand the current {set_noun} to the {target_noun} {link} them, with the {attr} of each.",
+        ],
+        "nonnative": [
+            "Which {target_noun} are {link} these {set_noun}, and which {attr} they have?",
+            "Show me please the {target_noun} {link} those {set_noun} and also their {attr}.",
+            "I want the {target_noun} {link} those {set_noun}, with the {attr} for each.",
+        ],
+    },
     "AGG_COUNT_GROUPED": {
         "plain": [
             "How many of those {set_noun} are there for each {group}?",
@@ -888,6 +984,38 @@ _LATER_TURNS_ONLY = frozenset({
     "{core} I realise I keep adding questions, but each of these fills in a different part of the "
     "picture I'm building.",
 })
+# Wrappers that only fit some questions: a remark about a list never follows a single figure, and a
+# remark about rounding only follows a computed figure (a mean, a total, an extreme).
+_LISTING_ONLY = frozenset({
+    "{core} Deduplicate the result.",
+    "{core} I'd rather have the complete list than a quick summary, if that's all the same to you.",
+})
+_FIGURE_ONLY = frozenset({"{core} Exact values, please, no rounding."})
+FIGURE_FAMILIES = frozenset({"AGG_MAX", "AGG_MIN", "AGG_EDGE", "AGG_AVG", "AGG_SUM", "AGG_MAX_AMBIGUOUS", "AGG_AVG_AMBIGUOUS",
+                             "AGG_SUM_AMBIGUOUS"})
+
+
+def is_listing_family(family: str) -> bool:
+    """Whether ``family``'s answer is a list of entities (every family but the aggregates)."""
+    return not family.startswith("AGG_")
+
+
+def wrapper_fits(wrapper: str, family: str) -> bool:
+    """Whether a persona wrapper's remark fits a question of ``family`` (see ``_LISTING_ONLY``)."""
+    if wrapper in _LISTING_ONLY:
+        return is_listing_family(family)
+    if wrapper in _FIGURE_ONLY:
+        return family in FIGURE_FAMILIES
+    return True
+
+
+def _remark(wrapper: str) -> str:
+    return wrapper.replace("{core}", "").replace("{lc}", "").strip(" :,").lower()
+
+
+# the remarks of those wrappers, as the audit finds them in an utterance
+LISTING_ONLY_REMARKS = tuple(sorted(_remark(w) for w in _LISTING_ONLY))
+FIGURE_ONLY_REMARKS = tuple(sorted(_remark(w) for w in _FIGURE_ONLY))
 LATER_BARE_RATE = 0.4  # after the first turn people often just ask: the share of bare cores there
 # a core opening with its own lead-in ("Next: ...", "Those fleets: total?"): a colon before the question
 _CORE_LEAD_IN = re.compile(r"^[^?.!]*?:\s")
@@ -1006,6 +1134,7 @@ def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Rand
         wrappers = [w for w in wrappers if w not in (_LATER_TURNS_ONLY if turn == 0 else _FIRST_TURN_ONLY)]
     if used is not None:
         wrappers = [w for w in wrappers if w not in used]
+    wrappers = [w for w in wrappers if wrapper_fits(w, family)]
     if led or _CORE_LEAD_IN.match(core):  # one lead-in: only wrappers that add text after the core
         wrappers = [w for w in wrappers if w.startswith("{core}")]
     if not core[0].isalpha():  # starts with a slot: keep its case, so no lower-casing wrapper

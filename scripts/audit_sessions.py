@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmark.builder import LISTING_MODES, is_round as builder_is_round  # noqa: E402
+from benchmark.builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.lexicon import Lexicon  # noqa: E402
 from benchmark.session import Session, read_sessions  # noqa: E402
-from benchmark.templates import _WRAPPERS  # noqa: E402
+from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
 from graphs.spec import WorldSpec, get_spec  # noqa: E402
 
 
@@ -83,6 +83,32 @@ def result_label(cypher: str) -> str | None:
         return None
     lab = re.search(r"\(" + re.escape(m.group(1)) + r":`?(\w+)`?", cypher)
     return lab.group(1) if lab else None
+
+
+def _var_labels(cypher: str) -> dict[str, str]:
+    return {v: lab for v, lab in re.findall(r"\((\w+):`?(\w+)`?", cypher)}
+
+
+def hop_origin(cypher: str) -> str | None:
+    """The label of the node the listed set was reached from in its last hop (the anchor of an
+    opening, the prior set of an expansion); None when the set was not reached by a hop."""
+    m = re.search(r"RETURN DISTINCT (\w+)\.", cypher)
+    if not m:
+        return None
+    v = re.escape(m.group(1))
+    labels = _var_labels(cypher)
+    node = r"\((\w*)(?::`?(\w+)`?)?[^()]*\)"
+    hop = re.compile(node + r"<?-\[[^\]]*\]->?\(" + v + r":")
+    found = list(hop.finditer(cypher))
+    if not found:
+        return None
+    var, label = found[-1].group(1), found[-1].group(2)
+    return label or labels.get(var)
+
+
+def unused_relationship_variables(cypher: str) -> list[str]:
+    """Relationship variables the gold binds but never uses (``-[e_n3:RIDES]->`` listed only)."""
+    return [v for v in re.findall(r"\[(\w+):", cypher) if len(re.findall(r"\b" + v + r"\b", cypher)) < 2]
 
 
 def _plural_word(word: str) -> bool:
@@ -237,7 +263,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                 m = list(_THRESH.finditer(t.gold_cypher.split("\n")[-2] if "\n" in t.gold_cypher else t.gold_cypher))
                 m = m or list(_THRESH.finditer(t.gold_cypher))
                 if m:  # a year is said exactly ("before 1850")
-                    year = "year" in m[-1].group(1) and "." not in m[-1].group(3)
+                    year = is_year(m[-1].group(1)) and "." not in m[-1].group(3)
                     hit("machine_threshold", not year and not is_round(m[-1].group(3)), tag)
             # semantic checks
             if t.phenomenon == "CONTRAST" and t.depends_on is not None:
@@ -245,6 +271,21 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
             listing = t.chain_mode in LISTING_MODES
             if t.phenomenon == "EXPAND":
                 hit("expand_round_trip", any(rows == t.gold_rows for _, rows in listed), tag)
+                # back to the kind of node the set was itself reached from (creatures sheltered by a
+                # reef, then "the reefs sheltering those creatures")
+                src = s.turns[t.depends_on].gold_cypher if t.depends_on is not None else ""
+                origin = hop_origin(src)
+                hit("expand_back_to_origin", origin is not None and origin == result_label(t.gold_cypher), tag)
+            hit("unused_relationship_variable", bool(unused_relationship_variables(t.gold_cypher)), tag)
+            edge_agg = re.search(r"\b(?:sum|avg|max|min)\((\w+)\.", t.gold_cypher)
+            edge_type = edge_agg and re.search(r"\[" + edge_agg.group(1) + r":`?(\w+)", t.gold_cypher)
+            if edge_type:  # a relationship's own property: the wording must name the relationship
+                rel = next(r for r in spec.relationships if r.type == edge_type.group(1))
+                phrases = {lex[s.world].link(rel.type, rel.source, rel.target, d) for d in ("forward", "backward")}
+                hit("relationship_aggregate_without_link", not any(p in text for p in phrases), tag)
+            low = text.lower()  # a remark about a list on a figure, or about rounding on a list
+            hit("persona_remark_misfit", any(r in low for r in LISTING_ONLY_REMARKS) and not listing
+                or any(r in low for r in FIGURE_ONLY_REMARKS) and t.chain_mode != "agg_numeric", tag)
             if listing and t.index > 0:
                 hit("repeated_result_set", any(rows == t.gold_rows for _, rows in listed), tag)
             # a back reference builds on a set other than the active one (past a topic shift)
@@ -329,7 +370,8 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
 
 ORDER = ("opening_refers_back", "greeting_or_apology_after_turn_1", "greets_more_than_once", "repeated_persona_phrase",
          "stacked_lead_ins", "duplicated_type_noun", "ungrammatical_aggregate", "machine_threshold",
-         "contrast_of_contrast", "expand_round_trip", "repeated_result_set", "ambiguous_back_reference",
+         "persona_remark_misfit", "contrast_of_contrast", "expand_round_trip", "expand_back_to_origin",
+         "unused_relationship_variable", "relationship_aggregate_without_link", "repeated_result_set", "ambiguous_back_reference",
          "sum_over_non_additive", "extreme_or_mean_over_non_comparable", "symmetric_traversed_one_way",
          "gold_renames_to_name")
 

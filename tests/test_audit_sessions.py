@@ -69,6 +69,45 @@ def test_each_check_flags_its_defect():
     assert audit_sessions.lead_ins("Bottom line: narrower: which?") == 2
 
 
+def test_reviewer_defects_of_the_second_pass_are_counted():
+    """A duration is not a year ("more than 569" years of age is a machine threshold), an expansion
+    straight back to the anchor's label, a bound but unused relationship variable, a list remark on a
+    sum, and a relationship aggregate whose wording never names the relationship."""
+    reefs = "MATCH (a_n1:Kingdom {name: 'Vor'})-[:CLAIMS]->(n1:Reef)"
+    creatures = "MATCH (a_n1:Reef {name: 'Khafel Reef'})-[:SHELTERS]->(n1:Creature)"
+    turns = [
+        _turn(0, "Which creatures are sheltered by Khafel Reef?", creatures + "\nRETURN DISTINCT n1.name AS name",
+              ["name"], [["A"], ["B"], ["C"]], "OPENING", None),
+        _turn(1, "Keep only the creatures whose age in years is more than 569.",
+              creatures + "\nWITH DISTINCT n1\nWHERE n1.age_years > 569\nRETURN DISTINCT n1.name AS name",
+              ["name"], [["A"], ["B"]], "THRESHOLD", 0),
+        _turn(2, "Which reefs are sheltering those creatures?",
+              creatures + "\nWITH DISTINCT n1\nWHERE n1.age_years > 569\nWITH DISTINCT n1\n"
+              "MATCH (n1)<-[e_n2:SHELTERS]-(n2:Reef)\nRETURN DISTINCT n2.name AS name", ["name"], [["R1"], ["R2"]],
+              "EXPAND", 1),
+        _turn(3, "Compute sum(population) over those reefs. Deduplicate the result.",
+              creatures + "\nWITH DISTINCT n1\nMATCH (n1)<-[e_n2:SHELTERS]-(n2:Reef)\n"
+              "RETURN sum(e_n2.population) AS sum_population", ["sum_population"], [[12]], "AGG_SUM", 2),
+        _turn(4, "For those reefs sheltering the creatures, what's the total population?",
+              creatures + "\nWITH DISTINCT n1\nMATCH (n1)<-[e_n2:SHELTERS]-(n2:Reef)\n"
+              "RETURN sum(e_n2.population) AS sum_population", ["sum_population"], [[12]], "AGG_SUM", 2),
+        _turn(5, "Which creatures are sheltered by those reefs? Deduplicate the result.",
+              reefs + "\nWITH DISTINCT n1\nMATCH (n1)-[:SHELTERS]->(n2:Creature)\nRETURN DISTINCT n2.name AS name",
+              ["name"], [["A"]], "EXPAND", 2),
+    ]
+    report = audit_sessions.audit([Session(id="ocean_kingdom-9998", world="ocean_kingdom", persona="data_analyst",
+                                           turns=turns)])
+    checks = report["checks"]
+    assert checks["machine_threshold"]["count"] == 1
+    assert checks["expand_back_to_origin"] == {"count": 2, "of": 2, "rate": 1.0}  # reef -> creature -> reef -> ...
+    assert checks["unused_relationship_variable"]["count"] == 1  # turn 2 only; turns 3-4 use e_n2
+    assert checks["persona_remark_misfit"]["count"] == 1  # turn 3; turn 5 is a list
+    assert checks["relationship_aggregate_without_link"] == {"count": 1, "of": 2, "rate": 0.5}
+    assert audit_sessions.hop_origin(turns[0].gold_cypher) == "Reef"
+    assert audit_sessions.hop_origin(turns[2].gold_cypher) == "Creature"
+    assert audit_sessions.hop_origin("MATCH (n1:Reef)\nWHERE n1.zone = 'x'\nRETURN DISTINCT n1.name AS name") is None
+
+
 @pytest.mark.neo4j
 def test_audit_script_on_a_small_build(tmp_path):
     build("test", tmp_path / "b", seed=3, sessions=8, worlds=["stellar_colony", "arcane_archive"], hf=False)
@@ -81,5 +120,7 @@ def test_audit_script_on_a_small_build(tmp_path):
     assert report["sessions"] == 8 and report["symmetric"]["checked"]
     checks = report["checks"]
     for name in ("contrast_of_contrast", "repeated_result_set", "sum_over_non_additive", "gold_renames_to_name",
-                 "symmetric_traversed_one_way", "opening_refers_back", "stacked_lead_ins"):
+                 "symmetric_traversed_one_way", "opening_refers_back", "stacked_lead_ins", "machine_threshold",
+                 "expand_back_to_origin", "unused_relationship_variable", "persona_remark_misfit",
+                 "relationship_aggregate_without_link"):
         assert checks.get(name, {"count": 0})["count"] == 0, (name, report["examples"].get(name))

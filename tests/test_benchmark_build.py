@@ -214,6 +214,11 @@ def test_golds_follow_the_spec_the_column_rule_and_the_conversation(default_sess
             if t.chain_mode not in ("aggregate", "agg_numeric"):
                 assert t.gold_rows not in listed, (s.id, t.index)
                 listed.append(t.gold_rows)
+            for var in re.findall(r"\[(\w+):", t.gold_cypher):  # a bound relationship variable is used
+                assert len(re.findall(r"\b" + var + r"\b", t.gold_cypher)) >= 2, t.gold_cypher
+            if "OPTIONAL MATCH" in t.gold_cypher:  # a missing neighbour is part of the answer
+                counts = [row[-1] for row in t.gold_rows]
+                assert 0 in counts and any(counts), (s.id, t.index)
 
 
 def test_new_question_kinds_appear_in_every_world(default_sessions):
@@ -226,6 +231,10 @@ def test_new_question_kinds_appear_in_every_world(default_sessions):
         "two-hop opening": lambda c: re.match(r"MATCH \([^)]*\)[^\n]*\]-[^\n]*\]-", c),
         "relationship property": lambda c: re.search(r"RETURN \w+\(e_\w+\.", c),
         "top-k": lambda c: re.search(r"ORDER BY [^\n]* LIMIT [235]$", c, re.M),
+        "date condition": lambda c: re.search(r"^WHERE \w+\.\w+ (<|>=) date\('\d{4}-01-01'\)$", c, re.M),
+        "optional match": lambda c: re.search(r"^OPTIONAL MATCH .*\nRETURN \w+\.\w+ AS \w+, count\(DISTINCT \w+\) AS count$",
+                                              c, re.M),
+        "two columns": lambda c: re.search(r"^RETURN DISTINCT (\w+)\.\w+ AS \w+, \1\.\w+ AS \w+$", c, re.M),
     }
     for spec in all_specs("benchmark"):
         golds = [t.gold_cypher for s in sessions if s.world == spec.world for t in s.turns]

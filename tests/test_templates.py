@@ -15,9 +15,10 @@ import pytest
 
 from benchmark.lexicon import FALLBACK_LINK, Lexicon, pluralize, split_identifier
 from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
-from benchmark.templates import (AMBIGUOUS_FAMILIES, FAMILIES, OMITTED, PARAPHRASED, SLOTS, TemplateError,
-                                 _CORES, _FIRST_TURN_ONLY, _LATER_TURNS_ONLY, _WRAPPERS, clarification, leaks,
-                                 render)
+from benchmark.templates import (AMBIGUOUS_FAMILIES, FAMILIES, FIGURE_FAMILIES, FIGURE_ONLY_REMARKS,
+                                 LISTING_ONLY_REMARKS, OMITTED, PARAPHRASED, SLOTS, TemplateError, _CORES,
+                                 _FIRST_TURN_ONLY, _LATER_TURNS_ONLY, _WRAPPERS, clarification, is_listing_family,
+                                 leaks, render)
 from graphs.generator import generate
 from graphs.spec import all_specs
 
@@ -95,6 +96,10 @@ def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, st
         "has": rng.choice(["a recorded ", "no recorded "]) + lex.prop(cat_label, cat_prop.name),
         "group": lex.prop(cat_label, cat_prop.name),
         "k": rng.choice(["two", "three", "five"]),
+        "when": rng.choice(["before 1200", "in 1150 or later", "from 900 on"]),
+        "attr": lex.prop(cat_label, cat_prop.name),
+        "prev_noun": lex.noun(start),
+        "stat": rng.choice(["highest", "lowest", "average", "total"]),
     }
     if rng.random() < 0.3:
         slots["back"] = f"Going back to the {lex.noun(start)} from before"
@@ -187,7 +192,7 @@ def test_values_are_verbatim():
 
 def test_families_and_personas_are_covered():
     assert set(FAMILIES) == set(SLOTS) == set(_CORES)
-    assert len(FAMILIES) == 30
+    assert len(FAMILIES) == 34
     assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
     assert set(_WRAPPERS) == set(PERSONAS)
     for family, registers in _CORES.items():
@@ -304,6 +309,26 @@ def test_phrasing_follows_the_conversation():
                         random.Random(s), turn=0) for s in range(40)}
         assert not any(w.replace("{core}", "").replace("{lc}", "").strip() in t
                        for t in first for w in _LATER_TURNS_ONLY if w in _WRAPPERS[persona]), persona
+
+
+def test_persona_remarks_fit_the_question():
+    """"Deduplicate the result." only after a question that lists things, "no rounding" only after a
+    computed figure (never on a sum's neighbour, a count or a list)."""
+    assert LISTING_ONLY_REMARKS and FIGURE_ONLY_REMARKS
+    seen_list = seen_figure = 0
+    for family in FAMILIES:
+        for persona in ("data_analyst", "verbose_user"):
+            for seed in range(60):
+                slots = make_slots("ocean_kingdom", family, random.Random(f"{family}/{seed}"))
+                slots.pop("back", None)
+                text = render(family, persona, slots, random.Random(seed), turn=1 + seed % 3, used=set()).lower()
+                listing_remark = any(r in text for r in LISTING_ONLY_REMARKS)
+                figure_remark = any(r in text for r in FIGURE_ONLY_REMARKS)
+                assert not listing_remark or is_listing_family(family), (family, text)
+                assert not figure_remark or family in FIGURE_FAMILIES, (family, text)
+                seen_list += listing_remark
+                seen_figure += figure_remark
+    assert seen_list and seen_figure  # the remarks are still said where they fit
 
 
 def test_rng_state_decides_the_text():
