@@ -53,6 +53,15 @@ def cmd_build(args) -> int:
     print(f"candidates rejected by the gates: {failures}")
     if "rewrite" in m:
         print(f"LLM rewrite pass: {m['rewrite']}")
+    if args.compare_with:  # the wording this split shares with another build, added to its stats.md
+        from benchmark.session import read_sessions
+        from benchmark.stats import render_overlap, wording_overlap
+
+        other = list(read_sessions(args.compare_with))
+        lines = render_overlap("this split", f"`{args.compare_with}`", wording_overlap(result.sessions, other))
+        stats = Path(result.out) / "stats.md"
+        stats.write_text(stats.read_text() + "\n" + "\n".join(lines))
+        print("\n".join(lines[2:]).strip())
     return 0
 
 
@@ -100,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rewrite-model", help="model name (openai) or local path / hub id (hf)")
     b.add_argument("--rewrite-api-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
+    b.add_argument("--compare-with", metavar="BUILD",
+                   help="another build (e.g. the other split): report the wording both use in stats.md")
     b.add_argument("--quiet", action="store_true")
     e = sub.add_parser("review-export", help="export a dataset to a review sheet (CSV or JSONL)")
     e.add_argument("--dataset", required=True)

@@ -7,6 +7,7 @@ counts the builder passes in).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Iterable
 
@@ -89,6 +90,33 @@ def stats_dict(sessions: list[Session], *, gate_failures: dict[str, int] | None 
     return stats
 
 
+def opening(text: str, words: int = 5) -> str:
+    """An utterance's first ``words`` words, lower-cased, punctuation dropped."""
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower())[:words])
+
+
+def wording_overlap(sessions: list[Session], other: list[Session]) -> dict[str, Any]:
+    """How much of ``sessions``' wording the ``other`` split also uses (a model fine-tuned on one split
+    may recognise the other's wordings): the share of distinct five-word openings of ``sessions`` that
+    occur in ``other``, and the share of its utterances whose opening does."""
+    mine = Counter(opening(t.shown_utterance) for s in sessions for t in s.turns)
+    theirs = {opening(t.shown_utterance) for s in other for t in s.turns}
+    shared = [o for o in mine if o in theirs]
+    total = sum(mine.values())
+    return {"openings": len(mine), "shared_openings": len(shared),
+            "share_of_openings": _share(len(shared), len(mine)),
+            "share_of_utterances": _share(sum(mine[o] for o in shared), total)}
+
+
+def render_overlap(name: str, other_name: str, overlap: dict[str, Any]) -> list[str]:
+    """The ``stats.md`` section on wording overlap with another split."""
+    return [f"## Wording overlap with {other_name}", "",
+            f"- distinct five-word openings in {name}: {overlap['openings']}; also in {other_name}: "
+            f"{overlap['shared_openings']} ({_pct(overlap['share_of_openings'])})",
+            f"- {name} utterances whose five-word opening occurs in {other_name}: "
+            f"{_pct(overlap['share_of_utterances'])}", ""]
+
+
 # -- Markdown ------------------------------------------------------------------------------------
 
 def _pct(share: float) -> str:
@@ -109,7 +137,8 @@ def _count_share(title: str, key: str, table: dict[str, dict[str, Any]]) -> list
 
 
 def render_stats(sessions: list[Session], *, gate_failures: dict[str, int], title: str) -> str:
-    """The ``stats.md`` report: totals and distributions of the sessions, and the gate failures."""
+    """The ``stats.md`` report: totals and distributions of the sessions, and the gate failures
+    (``python -m benchmark build --compare-with OTHER`` appends :func:`render_overlap`)."""
     st = stats_dict(sessions, gate_failures=gate_failures)
     tps = st["turns_per_session"]
     out = [f"# {title}", "",

@@ -130,3 +130,26 @@ def test_empty_input():
     assert st["sessions"] == 0 and st["turns_per_session"]["mean"] == 0.0
     md = render_stats([], gate_failures={}, title="Empty")
     assert "- sessions: 0" in md and "None." in md
+
+
+def test_wording_overlap_between_splits():
+    """Shares worked out by hand: three utterances, two distinct openings, one of them in the other split."""
+    from benchmark.stats import opening, render_overlap, wording_overlap
+
+    def said(*texts):
+        return [Session("w-0001", "w", "student", [
+            Turn(index=i, utterance=t, gold_cypher="RETURN 1", gold_columns=["x"], gold_rows=[[1]],
+                 phenomenon=OPENING if i == 0 else "EXPAND", chain_mode="none" if i == 0 else "expand",
+                 depends_on=None if i == 0 else i - 1) for i, t in enumerate(texts)])]
+
+    assert opening("Which legions are stationed in those provinces?") == "which legions are stationed in"
+    test = said("Which legions are stationed in Vor?", "Which legions are stationed in those provinces?",
+                "How many of those are there?")
+    train = said("Which legions are stationed in the north?", "Count them.")
+    overlap = wording_overlap(test, train)
+    assert overlap == {"openings": 2, "shared_openings": 1, "share_of_openings": 0.5,
+                       "share_of_utterances": round(2 / 3, 6)}
+    assert wording_overlap(train, test)["share_of_utterances"] == 0.5
+    assert wording_overlap(test, [])["shared_openings"] == 0
+    text = "\n".join(render_overlap("test", "train", overlap))
+    assert "1 (50.0%)" in text and "66.7%" in text
