@@ -256,7 +256,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                     owner, pspec = _prop_spec(spec, prop, t.gold_cypher)
                     phrase = lex[s.world].prop(owner or "", prop)
                     last = phrase.split(" in ")[0].split()[-1].lower()  # the head noun
-                    if _plural_word(last) and re.search(r"\b" + _AGG_ADJ + r" " + re.escape(phrase) + r"\b", text, re.I):
+                    if _plural_word(last) and not phrase.startswith(("number of", "count of")) and re.search(r"\b" + _AGG_ADJ + r" " + re.escape(phrase) + r"\b", text, re.I):
                         bad = True
                 hit("ungrammatical_aggregate", bad, tag)
             if t.phenomenon in ("THRESHOLD", "COMPOUND"):
