@@ -1,6 +1,6 @@
 """The learning demonstration: SmolLM2-135M-Instruct on CPU, base -> SFT -> GRPO, scored in the guided protocol.
 
-    python scripts/demo_learning.py --out runs/demo            # about 1-2 hours on 2 CPU cores
+    python scripts/demo_learning.py --out runs/demo --limit-benchmark 2   # about 2 hours on 2 CPU cores
 
 Stages (each skipped when its output exists, so a rerun continues where it stopped):
 
@@ -96,8 +96,9 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
             run = out / "eval" / f"{name}-{split}"
             if (run / "metrics.json").is_file():
                 continue
+            limit = args.limit_benchmark if split == "benchmark" and args.limit_benchmark else args.limit
             sh([sys.executable, "-m", "envs.evaluate", "--model", model, "--dataset", str(dataset), "--limit",
-                str(args.limit), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
+                str(limit), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
                 "--chat-format", "text", "--concurrency", str(args.batch), "--batch-size", str(args.batch),
                 "--no-psjs", "--quiet", "--out", str(run)],
                out / "eval.log")
@@ -268,14 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-sessions", type=int, default=80)
     p.add_argument("--test-sessions", type=int, default=14)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--limit", type=int, default=3, help="sessions evaluated per split")
+    p.add_argument("--limit", type=int, default=4, help="sessions evaluated per split")
+    p.add_argument("--limit-benchmark", type=int, help="sessions evaluated on the benchmark split (default: --limit)")
     p.add_argument("--max-new-tokens", type=int, default=384,
                    help="per turn; the paper response the SFT teaches is 165 tokens at the median, 300 at p90")
     p.add_argument("--batch", type=int, default=4, help="sessions played at once, their generations batched")
     p.add_argument("--stages", default="data,train,eval,report")
     p.add_argument("--ship", help="copy the final adapter (GRPO, else SFT) with a model card to this directory")
     args = p.parse_args(argv)
-    if args.limit < 1 or args.max_new_tokens < 1 or args.batch < 1:
+    if args.limit < 1 or args.max_new_tokens < 1 or args.batch < 1 or (args.limit_benchmark or 1) < 1:
         p.error("--limit, --max-new-tokens and --batch must be positive")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
