@@ -164,7 +164,7 @@ def _plot(out: Path, sft: Path, grpo: Path) -> Path:
     import matplotlib.pyplot as plt
 
     sft_log = json.loads((sft / "log_history.json").read_text())
-    grpo_log = json.loads((grpo / "log_history.json").read_text())
+    grpo_log = json.loads((grpo / "log_history.json").read_text()) if (grpo / "log_history.json").is_file() else []
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     steps = [h["step"] for h in sft_log if "loss" in h]
     axes[0].plot(steps, [float(h["loss"]) for h in sft_log if "loss" in h], marker="o")
@@ -216,7 +216,7 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
                 if d["diff"] is not None:
                     lines.append(f"- {split}, {k}: EX {d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}], p = {d['p']:.4f}"
                                  f" (n = {d['n']})")
-    if (sft / "log_history.json").is_file() and (grpo / "log_history.json").is_file():
+    if (sft / "log_history.json").is_file():
         lines += ["", f"Training curves: `{_plot(out, sft, grpo).name}`"]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
