@@ -173,10 +173,13 @@ def _plot(out: Path, sft: Path, grpo: Path) -> Path:
     keys = sorted({k for h in g for k in h if k.startswith("rewards/") and k.endswith("/mean")})
     for k in keys:
         axes[1].plot([h["step"] for h in g], [float(h[k]) for h in g], marker=".", label=k.split("/")[1])
-    axes[1].plot([h["step"] for h in g], [float(h["reward"]) for h in g], color="black", linewidth=2,
-                 label="total (weighted)")
+    if g:
+        axes[1].plot([h["step"] for h in g], [float(h["reward"]) for h in g], color="black", linewidth=2,
+                     label="total (weighted)")
+        axes[1].legend(fontsize=7)
+    else:
+        axes[1].text(0.5, 0.5, "GRPO has not run", ha="center", va="center", transform=axes[1].transAxes)
     axes[1].set(title="GRPO: reward per step", xlabel="step", ylabel="mean reward")
-    axes[1].legend(fontsize=7)
     fig.tight_layout()
     path = out / "training_curves.png"
     fig.savefig(path, dpi=120)
