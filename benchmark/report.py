@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from benchmark.metrics import breakdown, cer, significance
-from envs.records import read_records
+from scoring.records import read_records
 
 
 def load_run(path: Path) -> dict:

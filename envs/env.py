@@ -37,7 +37,7 @@ import gymnasium as gym
 from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
 from envs.actions import ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, loads_bounded, parse_action
-from envs.records import TurnRecord
+from scoring.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.executor import SafeExecutor
 from graphs.schema import introspect

@@ -26,7 +26,7 @@ from pathlib import Path
 from envs.backends import BackendError, GenerationSettings, make_backend
 from envs.env import CypherTurnEnv, EnvUnavailable, load_dataset
 from envs.oracle import OracleAgent
-from envs.records import append_records, read_records
+from scoring.records import append_records, read_records
 
 
 class LLMAgent:

@@ -106,7 +106,7 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
 
 # -- report -----------------------------------------------------------------------------------------------
 def _records(run: Path) -> list[dict]:
-    from envs.records import read_records
+    from scoring.records import read_records
 
     return [r for r in read_records(run / "trajectories.jsonl") if r.get("ex") is not None]
 

@@ -15,7 +15,7 @@ import pytest
 
 from benchmark.session import Session, Turn, read_sessions, write_sessions
 from envs.actions import MAX_JSON_DEPTH, ParseError, parse_action
-from envs.records import append_records, read_records
+from scoring.records import append_records, read_records
 
 DEEP = "[" * 3000
 

@@ -1,5 +1,6 @@
 """The per-turn trajectory record: what the environment reports when a turn ends and what the
-evaluator appends to ``trajectories.jsonl`` (one JSON object per turn) for the metrics to read.
+evaluator appends to ``trajectories.jsonl`` (one JSON object per turn) for the metrics to read. It lives
+here, below the environment and the reports, so that both sides of the file import it downwards.
 
 Keys: session_id, world, persona, turn_index, phenomenon, chain_mode, depends_on, protocol,
 prediction (the scored query or null), gold_cypher, ex and ex_relaxed (0/1; null when an
