@@ -19,12 +19,13 @@ allow-list), a check that does not depend on the lexer; and a READ-mode transact
 rolled back. The plan verdict is cached per query text. Rows are capped by fetching at most ``max_rows + 1`` records (the query text is
 never rewritten) and ``truncated`` says whether more existed. Values are normalized by
 ``graphs.values.normalize``. Only infrastructure failures (connection refused or dropped, transient
-server errors) are retried, with exponential backoff.
+server errors, a reply the driver cannot decode) are retried, with exponential backoff, on a new connection.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import time
@@ -171,6 +172,20 @@ def _classify(exc: Neo4jError, timeout: float) -> _Failure:
     if isinstance(exc, (ClientError, DatabaseError)):
         return _Failure("runtime", message)
     return _Failure("runtime", message)
+
+
+_DRIVER_DIR = os.path.dirname(neo4j.__file__) + os.sep
+
+
+def _raised_in_driver(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside the neo4j driver (a plain ValueError from its decoder, say)
+    rather than by this module's own code."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.startswith(_DRIVER_DIR)
 
 
 def _with_deadline(fn, seconds: float):
@@ -326,6 +341,12 @@ class SafeExecutor:
             raise _classify(exc, timeout) from None
         except DriverError as exc:
             raise _Failure("unavailable", f"driver error talking to {target.describe()}: {exc}", retry=True) from None
+        except Exception as exc:  # noqa: BLE001 - only the driver's own, re-raised otherwise
+            if not _raised_in_driver(exc):
+                raise
+            # bytes the driver cannot decode (a message cut in the middle): it has dropped the connection
+            raise _Failure("unavailable", f"the connection to {target.describe()} broke: the driver could not "
+                                          f"read the server's reply ({type(exc).__name__}: {exc})", retry=True) from None
         return QueryResult(columns=columns, rows=rows, truncated=truncated,
                            elapsed_ms=(time.perf_counter() - t0) * 1000.0)
 

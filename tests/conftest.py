@@ -24,3 +24,27 @@ def neo4j_server():
 def _needs_server(request):
     if request.node.get_closest_marker("neo4j") is not None:
         request.getfixturevalue("neo4j_server")
+
+
+_log_start: dict[str, int] = {}
+
+
+def pytest_sessionstart(session):
+    path = server.log_path()
+    _log_start["offset"] = path.stat().st_size if path.exists() else 0
+
+
+def pytest_terminal_summary(terminalreporter):
+    """What the server's watchdog did while the tests ran (it stops and restarts things behind the
+    tests' backs; when a test fails for a reason of the server, these lines say which query caused it)."""
+    path = server.log_path()
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        size = path.stat().st_size
+        f.seek(_log_start.get("offset", 0) if size >= _log_start.get("offset", 0) else 0)
+        lines = [ln for ln in f.read().decode("utf-8", "replace").splitlines() if ln.startswith("WATCHDOG")]
+    if lines:
+        terminalreporter.section(f"server watchdog: {len(lines)} actions during the tests ({path})")
+        for line in lines[-60:]:
+            terminalreporter.write_line(line[:400])

@@ -35,6 +35,9 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
  * delivered inside the JDK's Cleaner makes it call System.exit(1) from that thread, whose shutdown hook
  * then waits for the very same thread to leave its connection: a server hung with its ports closed.
  * Closing the connection ends such a thread once it has written its value (bounded by the value's size).
+ * A stopped or unstoppable thread is acted on again only while it still runs that transaction's query:
+ * a Bolt worker freed by the closed connection serves other clients, whose results a stray ThreadDeath
+ * would cut in the middle of a message.
  * The last resort is Runtime.halt, not System.exit, for the same reason: no shutdown hook can wait for a
  * stuck worker; the stores are only read at query time, so nothing is lost.
  * When the old generation of the heap is fuller than the configured fraction, the query whose thread
@@ -154,11 +157,16 @@ final class Watchdog implements Runnable {
                 } else if (stopped != null) {
                     Thread t = stoppedThread.get(tx);
                     long allowed = (unstoppable.contains(tx) ? DRAIN_GRACES : 1) * graceNanos;
+                    if (!runsQueryOf(t, tx)) {
+                        continue; // the thread has left this transaction's query (maybe to serve another client)
+                    }
                     if (now - stopped <= allowed && stillComputing(t)) {
-                        if (safeToStop(t)) {
+                        if (safeToStop(t) && runsQueryOf(t, tx)) {
                             if (unstoppable.remove(tx)) {
                                 stoppedAt.put(tx, now); // its first stop: the usual grace from here
                             }
+                            report("stopped thread " + t.getName() + " of", world, tx, "it was still running "
+                                    + millis(now - stopped) + " ms after the last action");
                             t.stop(); // ThreadDeath may have been caught on the way out, or it can be stopped now
                         }
                     } else if (now - stopped > allowed && stillComputing(t)) {
@@ -213,6 +221,20 @@ final class Watchdog implements Runnable {
             }
         }
         return false;
+    }
+
+    /**
+     * Whether ``thread`` still executes ``tx``'s query. A Bolt worker is named after the connection it
+     * serves while it serves it ("neo4j.BoltWorker-3 [bolt-7 - /127.0.0.1:53452]") and the query records that
+     * name when it starts; once the connection is closed the worker goes back to the pool and may run
+     * another client's query, which must never receive the ThreadDeath meant for this one.
+     */
+    private static boolean runsQueryOf(Thread thread, KernelTransactionHandle tx) {
+        if (thread == null || !thread.isAlive()) {
+            return false;
+        }
+        Optional<ExecutingQuery> query = tx.executingQuery();
+        return query.isPresent() && thread.getName().equals(query.get().threadExecutingTheQueryName());
     }
 
     private static Thread queryThread(KernelTransactionHandle tx) {
