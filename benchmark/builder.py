@@ -232,7 +232,7 @@ class WorldBuilder:
 
     # -- choices ------------------------------------------------------------------------------------
     def universe(self, s: chain.EntitySet) -> chain.EntitySet:
-        return chain.EntitySet(s.label, s.var, (f"MATCH ({s.var}:{chain.ident(s.label)})",))
+        return chain.EntitySet(s.label, s.var, (f"MATCH ({s.var}:{chain.ident(s.label)})",), distinct_rows=True)
 
     def threshold(self, values: list, rng: random.Random, year: bool = False) -> Any | None:
         """A round value (as people say it: 1600000, 250, 0.35, 12.5) strictly between two neighbouring

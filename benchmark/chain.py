@@ -1,7 +1,11 @@
 """The chain representation: each turn's gold query is built from the previous turn's entity set.
 
-An ``EntitySet`` is a Cypher prefix that binds one variable to a set of nodes of one label (possibly
-with repeats; every consumer starts with ``WITH DISTINCT``). Each chain mode is a function from a
+An ``EntitySet`` is a Cypher prefix that binds one variable to a set of nodes of one label, possibly
+with repeats (after a traversal) or known to bind each node once (one node pattern, a filter that
+followed a ``WITH DISTINCT``, a ranked cut). A consumer adds ``WITH DISTINCT`` only where repeats are
+possible, and a filter on a set that already ends with a ``WHERE`` joins it with ``AND``: the gold is
+the minimal query a careful annotator writes (``WHERE a AND b``, never ``WHERE a WITH DISTINCT x
+WHERE b``), with the same rows. Each chain mode is a function from a
 set (plus the choices the builder made: a relationship, a property, a value) to a ``Step``: the gold
 query of the turn and, where the mode defines one, the new active set. Because every step extends the
 prior set's own clauses, the gold re-derives the prior set rather than pasting its values, and the
@@ -82,9 +86,25 @@ class EntitySet:
     # the label of the node(s) the set was reached from in its last hop (an opening's anchor, the prior
     # set of an expansion): an expansion straight back to it is a round trip a user would not ask for
     origin: str | None = None
+    # whether the clauses already bind each node once (one node pattern, a filter after WITH DISTINCT,
+    # a ranked cut): then no WITH DISTINCT is added before the next step
+    distinct_rows: bool = False
 
     def distinct(self) -> list[str]:
-        return [*self.clauses, f"WITH DISTINCT {self.var}"]
+        """The clauses, then ``WITH DISTINCT`` when the set may bind a node more than once."""
+        return list(self.clauses) if self.distinct_rows else [*self.clauses, f"WITH DISTINCT {self.var}"]
+
+    def filtered(self, condition: str) -> list[str]:
+        """The clauses with ``condition`` applied to the set's members, written minimally: joined with
+        ``AND`` to a ``WHERE`` that already ends the set, right after a one-node ``MATCH``, else after a
+        ``WITH`` (``DISTINCT`` only where repeats are possible)."""
+        last = self.clauses[-1] if self.clauses else ""
+        if self.distinct_rows and last.startswith("WHERE "):
+            return [*self.clauses[:-1], f"{last} AND {condition}"]
+        if self.distinct_rows and last.startswith("MATCH ") and "[" not in last:
+            return [*self.clauses, f"WHERE {condition}"]
+        with_ = f"WITH {self.var}" if self.distinct_rows else f"WITH DISTINCT {self.var}"
+        return [*self.clauses, with_, f"WHERE {condition}"]
 
     def members_query(self) -> str:
         """All distinct members with their properties (the builder picks values from these)."""
@@ -180,10 +200,10 @@ def open_two_hop(anchor_label: str, anchor_key: str, anchor_value: Any, hop1: tu
 
 def open_filtered(label: str, key: str, prop: str, value: Any, var: str) -> Step:
     """Every node of a label with a categorical value: MATCH (x:L) WHERE x.p = v."""
-    universe = EntitySet(label, var, (f"MATCH ({var}:{ident(label)})",))
+    universe = EntitySet(label, var, (f"MATCH ({var}:{ident(label)})",), distinct_rows=True)
     cond = Condition(f"{var}.{ident(prop)} = {literal(value)}", (KeyValue(label, prop, value),))
-    s = EntitySet(label, var, (*universe.clauses, f"WHERE {cond.text}"), cond.key_values, (), universe, cond,
-                  frozenset({prop}))
+    s = EntitySet(label, var, tuple(universe.filtered(cond.text)), cond.key_values, (), universe, cond,
+                  frozenset({prop}), distinct_rows=True)
     return _list_step(s, key)
 
 
@@ -208,7 +228,7 @@ def pivot(s: EntitySet, prop: str, highest: bool, rel_type: str, forward: bool, 
           target_key: str, var: str, symmetric: bool = False) -> Step:
     """pivot: rank the prior set by a property, take the top (or bottom) one, traverse from it."""
     order = "DESC" if highest else "ASC"
-    clauses = (*s.clauses, f"WITH DISTINCT {s.var} WHERE {s.var}.{ident(prop)} IS NOT NULL",
+    clauses = (*s.filtered(f"{s.var}.{ident(prop)} IS NOT NULL"),
                f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT 1",
                "MATCH " + _pattern(s.var, rel_type, forward, var, target_label, symmetric=symmetric))
     src, dst = (s.label, target_label) if forward else (target_label, s.label)
@@ -260,8 +280,8 @@ def narrow(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
     cond = Condition(" AND ".join(c.text for c in conditions), _merge(*(c.key_values for c in conditions)),
                      _merge(*(c.props for c in conditions)))
     props = {kv.property for kv in cond.key_values} | set(cond.props)
-    new = EntitySet(s.label, s.var, (*s.distinct(), f"WHERE {cond.text}"), _merge(s.key_values, cond.key_values),
-                    s.triples, s, cond, s.filtered_props | props, origin=s.origin)
+    new = EntitySet(s.label, s.var, tuple(s.filtered(cond.text)), _merge(s.key_values, cond.key_values),
+                    s.triples, s, cond, s.filtered_props | props, origin=s.origin, distinct_rows=True)
     return _list_step(new, key)
 
 
@@ -269,10 +289,10 @@ def top_k(s: EntitySet, key: str, prop: str, highest: bool, k: int) -> Step:
     """value_narrow by rank: the ``k`` members with the highest (lowest) ``prop``. It has no condition
     to complement, so no CONTRAST follows it."""
     order = "DESC" if highest else "ASC"
-    clauses = (*s.clauses, f"WITH DISTINCT {s.var} WHERE {s.var}.{ident(prop)} IS NOT NULL",
+    clauses = (*s.filtered(f"{s.var}.{ident(prop)} IS NOT NULL"),
                f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT {k}")
     new = EntitySet(s.label, s.var, clauses, s.key_values, s.triples, None, None, s.filtered_props | {prop},
-                    origin=s.origin)
+                    origin=s.origin, distinct_rows=True)
     return _list_step(new, key)
 
 
@@ -286,9 +306,9 @@ def contrast(s: EntitySet, key: str) -> Step:
         raise ValueError("CONTRAST needs a set produced by a filter")
     parent, cond = s.parent, s.condition
     negated = Condition(f"NOT coalesce({cond.text}, false)", cond.key_values)
-    new = EntitySet(s.label, s.var, (*parent.distinct(), f"WHERE {negated.text}"),
+    new = EntitySet(s.label, s.var, tuple(parent.filtered(negated.text)),
                     _merge(parent.key_values, cond.key_values), parent.triples, parent, negated,
-                    parent.filtered_props, origin=parent.origin)
+                    parent.filtered_props, origin=parent.origin, distinct_rows=True)
     return _list_step(new, key)
 
 

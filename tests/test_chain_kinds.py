@@ -73,3 +73,36 @@ def test_a_list_with_one_more_column():
                                          ("commits_last_year", False), ("experience_years", False)])
 def test_only_calendar_years_are_said_exactly(prop, year):
     assert is_year(prop) is year
+
+
+def test_filters_are_joined_and_distinct_only_where_a_node_may_repeat():
+    """The minimal gold: a filter on a set that already binds each node once joins its WHERE with AND
+    (never ``WHERE a WITH DISTINCT x WHERE b``); WITH DISTINCT comes only after a traversal."""
+    opening = chain.open_filtered("Reef", "name", "zone", "sunlit", "n1").new_set
+    assert opening.distinct_rows
+    deep = chain.narrow(opening, "name", [chain.compare("n1", "Reef", "depth", True, 50)])
+    assert deep.cypher == ("MATCH (n1:Reef)\nWHERE n1.zone = 'sunlit' AND n1.depth > 50\n"
+                           "RETURN DISTINCT n1.name AS name")
+    other = chain.contrast(deep.new_set, "name")
+    assert other.cypher == ("MATCH (n1:Reef)\nWHERE n1.zone = 'sunlit' AND NOT coalesce(n1.depth > 50, false)\n"
+                            "RETURN DISTINCT n1.name AS name")
+    assert chain.count(deep.new_set).cypher.split("\n")[-2:] == [
+        "WHERE n1.zone = 'sunlit' AND n1.depth > 50", "RETURN count(n1) AS count"]
+    # after a traversal a node may come once per path: one WITH DISTINCT, then the filters joined
+    creatures = chain.expand(_reefs().new_set, "SHELTERS", True, "Creature", "name", "n2").new_set
+    assert not creatures.distinct_rows
+    old = chain.narrow(creatures, "name", [chain.compare("n2", "Creature", "age_years", True, 100)]).new_set
+    tame = chain.narrow(old, "name", [chain.equals("n2", "Creature", "tamed", True)])
+    assert tame.cypher.count("WITH DISTINCT n2") == 1
+    assert "WITH DISTINCT n2\nWHERE n2.age_years > 100 AND n2.tamed = true\n" in tame.cypher
+    # a ranked cut binds each node once; a filter after it needs a WITH but no DISTINCT
+    top = chain.top_k(opening, "name", "depth", True, 3).new_set
+    assert top.clauses[-2:] == ("WHERE n1.zone = 'sunlit' AND n1.depth IS NOT NULL",
+                                "WITH n1 ORDER BY n1.depth DESC LIMIT 3")
+    after = chain.narrow(top, "name", [chain.equals("n1", "Reef", "protected", True)])
+    assert "LIMIT 3\nWITH n1\nWHERE n1.protected = true\n" in after.cypher
+    pivot = chain.pivot(creatures, "age_years", True, "RIDES", False, "Fleet", "name", "n3")
+    assert "WITH DISTINCT n2\nWHERE n2.age_years IS NOT NULL\nWITH n2 ORDER BY n2.age_years DESC LIMIT 1\n" in pivot.cypher
+    for step in (deep, other, tame, pivot, chain.count(top)):
+        lines = step.cypher.split("\n")
+        assert not any(a.startswith("WHERE") and b.startswith("WITH DISTINCT") for a, b in zip(lines, lines[1:]))
