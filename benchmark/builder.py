@@ -21,7 +21,9 @@ runs the verification gates (DESIGN §5):
 - ``repeated_set``: a listed result is not a set the session already listed (no EXPAND round trip
   back to where it started, no filter that keeps what an earlier turn showed);
 - ``ambiguous_backref``: a turn that goes back past a topic shift names a set of another kind than
-  the current one ("the fleets from before" is never said while fleets are current);
+  the current one ("the fleets from before" is never said while fleets are current), and no later
+  turn listed a set of that kind ("the colonies from earlier" is never said when two turns listed
+  colonies);
 - ``round_threshold``: a threshold is a round number (1600000, 0.35, 12.5; a year exactly) that
   still splits the set.
 
@@ -61,6 +63,9 @@ AMBIGUITY_RATE = 0.2  # of the turns whose family has an ambiguous wording (abou
 BACKREF_RATE = 0.3  # after a topic shift, share of chain turns that go back to the set before it
 GROUPED_RATE = 0.35  # of AGG_COUNT turns on a set with a categorical property: "how many for each ..."
 MIN_RATE = 0.4  # of AGG_MAX turns: the minimum instead
+# the phenomenon a minimum is labelled with: its own where the session format declares one (a turn's
+# label names the aggregate its gold uses), else the paper's AGG_MAX, whose other extreme it is
+MIN_LABEL = "AGG_MIN" if "AGG_MIN" in PHENOMENA else "AGG_MAX"
 TOP_K_RATE = 0.25  # of THRESHOLD turns: a cut by rank ("the three ... with the most ...") instead of a value
 NUMBER_WORDS = {2: "two", 3: "three", 5: "five"}
 STAT_WORDS = {"max": "highest", "min": "lowest", "avg": "average", "sum": "total"}
@@ -351,7 +356,12 @@ class WorldBuilder:
             values = sorted((m[prop] for m in members if m.get(prop) is not None), reverse=highest)
             if values[0] == values[1]:
                 raise GateFailure("ties", f"{prop} top two equal")
-            r, forward, other = rng.choice(self.links(label))
+            # a pivot moves on to something new: never back to the kind of node the set was reached
+            # from ("the guilds trading the top pearl" after "the pearls traded by that guild")
+            options = [(r, f, o) for r, f, o in self.links(label) if o != base.origin]
+            if not options:
+                raise GateFailure("feasible")
+            r, forward, other = rng.choice(options)
             step = chain.pivot(base, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
             ustep = chain.pivot(uni, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
             slots.update(prop=self.agg_prop(label, prop), extreme="highest" if highest else "lowest",
@@ -383,6 +393,7 @@ class WorldBuilder:
                 fn = chain.AGGREGATES[phen]
                 if fn == "max" and rng.random() < MIN_RATE:
                     fn = "min"
+                    slots["label"] = MIN_LABEL
                 forward = rel.target == label and rel.source == base.origin or rel.symmetric
                 slots.update(prop=self.agg_prop(rel.type, prop), stat=STAT_WORDS[fn], family="AGG_EDGE",
                              prev_noun=self.lex.noun(base.origin), link=self.link_phrase(rel, forward))
@@ -398,7 +409,7 @@ class WorldBuilder:
             fn = None
             if phen == "AGG_MAX" and rng.random() < MIN_RATE:  # the other extreme: the minimum
                 fn = "min"
-                slots["family"] = "AGG_MIN"
+                slots.update(family="AGG_MIN", label=MIN_LABEL)
             return (chain.aggregate_numeric(base, phen, prop, fn), slots, False,
                     chain.aggregate_numeric(uni, phen, prop, fn))
         if phen in ("FILTER", "REFINE", "COMPOUND"):
@@ -632,6 +643,9 @@ class WorldBuilder:
             base_state = states[shift_at - 1]
             if base_state.set.label == active.set.label:  # "the fleets from before" while fleets are current
                 raise GateFailure("ambiguous_backref")
+            if any(st.turn == i and st.set.label == base_state.set.label  # another, later set of that kind
+                   for i, st in enumerate(states) if i > base_state.turn):
+                raise GateFailure("ambiguous_backref")
             back = rng.choice(BACK_LEADS).format(noun=self.lex.noun(base_state.set.label))
         prev_phen = base_state.phenomenon if base_state is active else ""
         if back and phen not in self.feasible(base_state, ""):
@@ -640,6 +654,7 @@ class WorldBuilder:
         slots["back"] = back
         ambiguity = None
         family = slots.pop("family", phen)  # a variant's own wording (AGG_MIN, FILTER_FLAG ...)
+        label = slots.pop("label", phen)  # ... and its own phenomenon where it has one (MIN_LABEL)
         if family == phen and f"{phen}_AMBIGUOUS" in templates.FAMILIES and rng.random() < AMBIGUITY_RATE:
             ambiguity = {"utterance": self.render(f"{phen}_AMBIGUOUS", persona, slots, rng, index),
                          "clarification": templates.clarification(f"{phen}_AMBIGUOUS", slots)}
@@ -649,8 +664,8 @@ class WorldBuilder:
             size = len(self.members(base_state.set)) if phen != "CONTRAST" else None
             if not r.rows or (size is not None and len(r.rows) >= size):
                 raise GateFailure("strict_subset")
-        turn = self._turn(index, text, step, r, phen, base_state.turn, ambiguity)
-        new_state = _State(step.new_set, index, phen) if step.new_set is not None else \
+        turn = self._turn(index, text, step, r, label, base_state.turn, ambiguity)
+        new_state = _State(step.new_set, index, label) if step.new_set is not None else \
             _State(base_state.set, base_state.turn, base_state.phenomenon)
         return turn, new_state
 

@@ -140,7 +140,7 @@ _ANCHORED_CORES = {
         "List: {target_noun} {link} the {anchor_noun} {anchor_name}.",
     ],
     "tech": [
-        "Retrieve every {target_noun} record {link} the {anchor_noun} {anchor_name}.",
+        "Retrieve the records of all {target_noun} {link} the {anchor_noun} {anchor_name}.",
         "Query the {target_noun} {link} the {anchor_noun} {anchor_name}, one row per entity.",
         "Pull the full set of {target_noun} {link} the {anchor_noun} {anchor_name}.",
         "Starting from the {anchor_noun} {anchor_name}, traverse to the {target_noun} {link} that {anchor_noun}.",

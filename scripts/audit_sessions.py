@@ -111,6 +111,41 @@ def unused_relationship_variables(cypher: str) -> list[str]:
     return [v for v in re.findall(r"\[(\w+):", cypher) if len(re.findall(r"\b" + v + r"\b", cypher)) < 2]
 
 
+def redundant_distinct(cypher: str) -> list[str]:
+    """``WITH DISTINCT x`` lines where ``x`` already binds each node once: after a one-node ``MATCH``,
+    after a filter on a ``WITH DISTINCT x`` or after a ranked cut (``WITH x ORDER BY ... LIMIT k``).
+    A careful annotator joins the filters (``WHERE a AND b``) instead."""
+    found, distinct = [], None  # the variable known to bind each node once, if any
+    for line in cypher.split("\n"):
+        m = re.match(r"WITH DISTINCT (\w+)(?: WHERE .*)?$", line)
+        if m:
+            if distinct == m.group(1):
+                found.append(line)
+            distinct = m.group(1)
+        elif re.match(r"WITH (\w+)(?: WHERE .*| ORDER BY .* LIMIT \d+)?$", line):
+            distinct = distinct if distinct == line.split()[1] else None
+        elif re.match(r"MATCH \((\w+):`?\w+`?\)$", line):
+            distinct = re.match(r"MATCH \((\w+)", line).group(1)
+        elif not line.startswith("WHERE "):
+            distinct = None
+    return found
+
+
+# the aggregate a phenomenon's gold computes (a minimum has its own label where the format has one)
+AGGREGATE_OF = {"AGG_COUNT": "count", "AGG_MAX": "max", "AGG_MIN": "min", "AGG_AVG": "avg", "AGG_SUM": "sum"}
+
+
+def plural_grammar(text: str, plurals: set[str]) -> list[str]:
+    """A plural noun where English needs a singular: "every provinces", "each legions", "a provinces",
+    "provinces record" (a noun used as a modifier is singular)."""
+    bad = []
+    for p in plurals:
+        e = re.escape(p)
+        for pat in (r"\b(?:every|each|a|an) " + e + r"\b", r"\b" + e + r" (?:record|records|entry|entries)\b"):
+            bad += [m.group(0) for m in re.finditer(pat, text, re.I)]
+    return bad
+
+
 def _plural_word(word: str) -> bool:
     return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "ics"))
 
@@ -146,6 +181,25 @@ def _uses(cypher: str, types: set[str]) -> bool:
     return any(re.search(r"\[\w*:" + t + r"\b", cypher) for t in types)
 
 
+def where_conditions(cypher: str) -> list[str]:
+    """The conditions of every WHERE (``WHERE a AND b`` gives two; a negated group stays whole)."""
+    out = []
+    for m in re.finditer(r"(?m)^(?:WITH (?:DISTINCT )?\w+ )?WHERE (.*)$", cypher):
+        out += re.split(r" AND (?![^(]*\))", m.group(1))
+    return out
+
+
+def existence_tests(cypher: str) -> list[str]:
+    """The null / existence tests a question asks for (``x.p IS NULL``, ``x.p IS NOT NULL``), not the
+    guard a ranking puts before ``ORDER BY x.p`` (a null never ranks first)."""
+    found = []
+    for cond in where_conditions(cypher):
+        m = re.fullmatch(r"(\w+\.`?\w+`?) IS (?:NOT )?NULL", cond.strip())
+        if m and not re.search(r"ORDER BY " + re.escape(m.group(1)) + r"\b", cypher):
+            found.append(cond.strip())
+    return found
+
+
 def question_kinds(session: Session, turn) -> set[str]:
     """The question kinds a gold exercises (read off the Cypher and the columns)."""
     c = turn.gold_cypher
@@ -158,10 +212,8 @@ def question_kinds(session: Session, turn) -> set[str]:
         kinds.add("min")
     if re.search(r"ORDER BY [^\n]*LIMIT ([2-9]|\d\d)", c):
         kinds.add("top_k")
-    if re.search(r"IS NULL|IS NOT NULL|\bexists\s*\{|EXISTS \{", c) and "ORDER BY" not in c.split("IS NOT NULL")[-1][:80]:
-        if re.search(r"WHERE[^\n]*(IS NULL|IS NOT NULL|EXISTS|exists)", c) and not re.search(
-                r"WITH DISTINCT \w+ WHERE \w+\.\w+ IS NOT NULL\nWITH \w+ ORDER BY", c):
-            kinds.add("existence_null")
+    if existence_tests(c):
+        kinds.add("existence_null")
     if re.search(r"\[(\w+):\w+[^\]]*\][^\n]*\n?(?:.|\n)*\b\1\.\w+", c) and re.search(r"\[(\w+):", c):
         kinds.add("relationship_property")
     first = c.split("\nWITH")[0]
@@ -202,6 +254,8 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
     :class:`graphs.executor.SafeExecutor` for the symmetric check; None skips it."""
     specs = {w: get_spec(w) for w in sorted({s.world for s in sessions})}
     lex = {w: Lexicon(sp) for w, sp in specs.items()}
+    plurals = {w: {lx.noun(n.label) for n in specs[w].nodes if lx.noun(n.label) != lx.noun(n.label, False)}
+               for w, lx in lex.items()}
     sym = {w: {r.type for r in sp.relationships if getattr(r, "symmetric", False)} for w, sp in specs.items()}
     checks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # name -> [count, denominator]
     examples: dict[str, list[str]] = defaultdict(list)
@@ -226,6 +280,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
         seen_sentences: set[str] = set()
         greeted = False
         listed: list[tuple[int, list]] = []
+        listed_labels: list[tuple[int, str | None]] = []
         for t in s.turns:
             text = t.shown_utterance
             tag = f"{s.id}#{t.index}: {text}"
@@ -249,6 +304,13 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                     if m and m.group(1).lower().rstrip("s") in tokens and m.group(1)[:1].islower():
                         dup = True
             hit("duplicated_type_noun", dup, tag)
+            hit("plural_noun_grammar", bool(plural_grammar(text, plurals[s.world])), tag)
+            hit("redundant_with_distinct", bool(redundant_distinct(t.gold_cypher)), tag)
+            if t.phenomenon in AGGREGATE_OF:
+                ret = t.gold_cypher[t.gold_cypher.rfind("RETURN"):]
+                fns = {f.lower() for f in _AGG_FN.findall(ret)}
+                hit("aggregate_label_mismatch", AGGREGATE_OF[t.phenomenon] not in fns,
+                    f"{tag} [{t.phenomenon}: {', '.join(sorted(fns))}]")
             if t.phenomenon.startswith("AGG_") and t.phenomenon != "AGG_COUNT" or "min(" in t.gold_cypher:
                 prop = _gold_prop(t.gold_cypher)
                 bad = False
@@ -276,6 +338,10 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                 src = s.turns[t.depends_on].gold_cypher if t.depends_on is not None else ""
                 origin = hop_origin(src)
                 hit("expand_back_to_origin", origin is not None and origin == result_label(t.gold_cypher), tag)
+            if t.phenomenon == "PIVOT":  # a pivot moves on, never back to where its set came from
+                src = s.turns[t.depends_on].gold_cypher if t.depends_on is not None else ""
+                origin = hop_origin(src)
+                hit("pivot_back_to_origin", origin is not None and origin == result_label(t.gold_cypher), tag)
             hit("unused_relationship_variable", bool(unused_relationship_variables(t.gold_cypher)), tag)
             edge_agg = re.search(r"\b(?:sum|avg|max|min)\((\w+)\.", t.gold_cypher)
             edge_type = edge_agg and re.search(r"\[" + edge_agg.group(1) + r":`?(\w+)", t.gold_cypher)
@@ -289,9 +355,12 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
             if listing and t.index > 0:
                 hit("repeated_result_set", any(rows == t.gold_rows for _, rows in listed), tag)
             # a back reference builds on a set other than the active one (past a topic shift)
+            # ... and it is ambiguous when the current set is of the same kind, or when a later turn
+            # listed a set of that kind too ("the colonies from earlier" after two colony lists)
             if t.depends_on is not None and t.depends_on != active_turn:
                 ref, active = labels_after[t.depends_on], labels_after[active_turn]
-                hit("ambiguous_back_reference", ref is not None and ref == active, tag)
+                later = any(i > t.depends_on and lab == ref for i, lab in listed_labels)
+                hit("ambiguous_back_reference", ref is not None and (ref == active or later), tag)
             if t.phenomenon == "AGG_SUM" or re.search(r"\bsum\(", t.gold_cypher):
                 prop = _gold_prop(t.gold_cypher)
                 _, pspec = _prop_spec(spec, prop, t.gold_cypher) if prop else (None, None)
@@ -308,6 +377,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                 sym_pending.append((s.world, t))
             # bookkeeping
             if listing:
+                listed_labels.append((t.index, result_label(t.gold_cypher)))
                 labels_after.append(result_label(t.gold_cypher))
                 listed.append((t.index, t.gold_rows))
                 active_turn = t.index
@@ -369,8 +439,9 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
 
 
 ORDER = ("opening_refers_back", "greeting_or_apology_after_turn_1", "greets_more_than_once", "repeated_persona_phrase",
-         "stacked_lead_ins", "duplicated_type_noun", "ungrammatical_aggregate", "machine_threshold",
-         "persona_remark_misfit", "contrast_of_contrast", "expand_round_trip", "expand_back_to_origin",
+         "stacked_lead_ins", "duplicated_type_noun", "plural_noun_grammar", "ungrammatical_aggregate",
+         "machine_threshold", "aggregate_label_mismatch", "redundant_with_distinct",
+         "persona_remark_misfit", "contrast_of_contrast", "expand_round_trip", "expand_back_to_origin", "pivot_back_to_origin",
          "unused_relationship_variable", "relationship_aggregate_without_link", "repeated_result_set", "ambiguous_back_reference",
          "sum_over_non_additive", "extreme_or_mean_over_non_comparable", "symmetric_traversed_one_way",
          "gold_renames_to_name")

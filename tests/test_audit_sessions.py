@@ -108,6 +108,44 @@ def test_reviewer_defects_of_the_second_pass_are_counted():
     assert audit_sessions.hop_origin("MATCH (n1:Reef)\nWHERE n1.zone = 'x'\nRETURN DISTINCT n1.name AS name") is None
 
 
+def test_reviewer_defects_of_the_third_pass_are_counted():
+    """A plural noun before "record", a minimum labelled AGG_MAX, a WITH DISTINCT on a variable that
+    already binds each node once, a pivot back to the anchor's kind, and a back-reference to "the
+    colonies from earlier" when a later turn listed colonies too."""
+    guild = "MATCH (a_n1:Guild {name: 'Kaezhirk Guild'})-[:TRADES]->(n1:Pearl)"
+    turns = [
+        _turn(0, "Retrieve every pearls record traded by Kaezhirk Guild.", guild + "\nRETURN DISTINCT n1.name AS name",
+              ["name"], [["P1"], ["P2"], ["P3"]], "OPENING", None),
+        _turn(1, "Smallest weight in carats of those pearls?", guild + "\nWITH DISTINCT n1\nRETURN min(n1.carats) AS "
+              "min_carats", ["min_carats"], [[2.5]], "AGG_MAX", 0, mode="agg_numeric"),
+        _turn(2, "Only the pearls with color white.", guild + "\nWITH DISTINCT n1\nWHERE n1.color = 'white'\n"
+              "RETURN DISTINCT n1.name AS name", ["name"], [["P1"], ["P2"]], "FILTER", 0),
+        _turn(3, "And of those, only the ones worth more than 500 shells.",
+              guild + "\nWITH DISTINCT n1\nWHERE n1.color = 'white'\nWITH DISTINCT n1\nWHERE n1.value_shells > 500\n"
+              "RETURN DISTINCT n1.name AS name", ["name"], [["P1"]], "REFINE", 2, mode="narrow"),
+        _turn(4, "New question. Which fleets are there?", "MATCH (n9:Fleet)\nWITH DISTINCT n9\n"
+              "RETURN DISTINCT n9.name AS name", ["name"], [["F1"], ["F2"]], "TOPIC_SHIFT", None),
+        _turn(5, "Going back to the pearls from before: the guilds trading the heaviest one?",
+              guild + "\nWITH DISTINCT n1 WHERE n1.carats IS NOT NULL\nWITH n1 ORDER BY n1.carats DESC LIMIT 1\n"
+              "MATCH (n1)<-[:TRADES]-(n6:Guild)\nRETURN DISTINCT n6.name AS name", ["name"], [["G1"], ["G2"]], "PIVOT",
+              2, mode="pivot"),
+    ]
+    report = audit_sessions.audit([Session(id="ocean_kingdom-9997", world="ocean_kingdom", persona="data_analyst",
+                                           turns=turns)])
+    checks = report["checks"]
+    assert checks["plural_noun_grammar"]["count"] == 1  # turn 0 only
+    assert checks["aggregate_label_mismatch"] == {"count": 1, "of": 1, "rate": 1.0}
+    assert checks["redundant_with_distinct"]["count"] == 2  # turn 3 (after a filter), turn 4 (one-node MATCH)
+    assert checks["pivot_back_to_origin"] == {"count": 1, "of": 1, "rate": 1.0}
+    assert checks["ambiguous_back_reference"] == {"count": 1, "of": 1, "rate": 1.0}  # turn 3 listed pearls too
+    assert audit_sessions.redundant_distinct("MATCH (n1:Pearl)\nWHERE n1.x = 1 AND n1.y > 2\nWITH n1 ORDER BY n1.y "
+                                             "DESC LIMIT 3\nMATCH (n1)-[:R]->(n2:Guild)\nWITH DISTINCT n2\n"
+                                             "RETURN count(n2) AS count") == []
+    assert audit_sessions.redundant_distinct("MATCH (n1:Pearl)\nWITH n1 ORDER BY n1.y LIMIT 3\n"
+                                             "WITH DISTINCT n1\nRETURN count(n1) AS count") == ["WITH DISTINCT n1"]
+    assert audit_sessions.plural_grammar("Retrieve the records of all pearls traded by X.", {"pearls"}) == []
+
+
 @pytest.mark.neo4j
 def test_audit_script_on_a_small_build(tmp_path):
     build("test", tmp_path / "b", seed=3, sessions=8, worlds=["stellar_colony", "arcane_archive"], hf=False)
@@ -122,5 +160,6 @@ def test_audit_script_on_a_small_build(tmp_path):
     for name in ("contrast_of_contrast", "repeated_result_set", "sum_over_non_additive", "gold_renames_to_name",
                  "symmetric_traversed_one_way", "opening_refers_back", "stacked_lead_ins", "machine_threshold",
                  "expand_back_to_origin", "unused_relationship_variable", "persona_remark_misfit",
-                 "relationship_aggregate_without_link"):
+                 "relationship_aggregate_without_link", "plural_noun_grammar", "redundant_with_distinct",
+                 "pivot_back_to_origin", "ambiguous_back_reference"):
         assert checks.get(name, {"count": 0})["count"] == 0, (name, report["examples"].get(name))
