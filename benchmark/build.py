@@ -82,7 +82,8 @@ def build(split: str, out: str | Path, *, seed: int | None = None, sessions: int
         personas[s.world] = plan[start:start + quotas[s.world]]
         start += quotas[s.world]
     lock = threading.Lock()
-    builders = {s.world: WorldBuilder(s, SafeExecutor(s.world, timeout=60.0), rewriter=rewriter) for s in specs}
+    builders = {s.world: WorldBuilder(s, SafeExecutor(s.world, timeout=60.0), rewriter=rewriter,
+                                           split=split) for s in specs}
 
     def world_sessions(world: str) -> list[Session]:
         builder, kept, number = builders[world], [], 0

@@ -140,6 +140,8 @@ class WorldBuilder:
     db_ms: float = 0.0  # summed executor time, for the build benchmark
     rewriter: Rewriter | None = None  # the optional LLM rewrite pass (off by default)
     rewrite_stats: RewriteStats = field(default_factory=RewriteStats)
+    # the wording pool ("test" / "train", benchmark.templates.pool): the splits never share a wording
+    split: str | None = None
     _members: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -571,7 +573,7 @@ class WorldBuilder:
     def render(self, family: str, persona: str, slots: dict, rng: random.Random, turn: int) -> str:
         # the session's used phrases change only when the turn is kept (a rejected candidate's do not)
         used = set(self._used_phrases)
-        text = templates.render(family, persona, slots, rng, turn=turn, used=used)
+        text = templates.render(family, persona, slots, rng, turn=turn, used=used, split=self.split)
         self._pending_phrases |= used
         if persona not in TECHNICAL_PERSONAS:
             found = leaks(text, self.spec)
@@ -646,7 +648,7 @@ class WorldBuilder:
             if any(st.turn == i and st.set.label == base_state.set.label  # another, later set of that kind
                    for i, st in enumerate(states) if i > base_state.turn):
                 raise GateFailure("ambiguous_backref")
-            back = rng.choice(BACK_LEADS).format(noun=self.lex.noun(base_state.set.label))
+            back = rng.choice(templates.pool(BACK_LEADS, self.split)).format(noun=self.lex.noun(base_state.set.label))
         prev_phen = base_state.phenomenon if base_state is active else ""
         if back and phen not in self.feasible(base_state, ""):
             raise GateFailure("feasible")

@@ -36,6 +36,9 @@ Families and their slots (:data:`SLOTS`)::
 optional ``back`` slot ("Going back to the provinces from before"): when non-empty it leads the
 utterance ("Going back to the provinces from before: which legions are ..."). Extra slots are ignored.
 
+``render(..., split="test" | "train")`` draws every wording from that split's pool (:func:`pool`): the
+two splits never share a wording, so the benchmark's wording is held out from training.
+
 ``clarification(family, slots)`` is the scripted user answer to a clarifying question on an ambiguous
 turn ("I mean the one with the highest population.").
 
@@ -45,6 +48,7 @@ must not contain).
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from typing import Iterable, Mapping
@@ -165,16 +169,19 @@ _FILTERED_CORES = {
         "All {target_noun} with {prop} {value}.",
         "Just the {target_noun} whose {prop} is {value}.",
         "Need the {target_noun} where {prop} is {value}.",
+        "Give me the {target_noun} with {value} for {prop}.",
     ],
     "tech": [
         "Filter the {target_noun} on {prop} = {value} and list them.",
         "Select all {target_noun} where the {prop} equals {value}.",
         "Give me the subset of {target_noun} with {prop} set to {value}.",
+        "Return the {target_noun} whose {prop} attribute is {value}.",
     ],
     "nonnative": [
         "Which {target_noun} they have the {prop} {value}?",
         "Show me please the {target_noun} with {prop} is {value}.",
         "I search all the {target_noun} where {prop} is {value}.",
+        "Please which {target_noun} is having {prop} {value}?",
     ],
 }
 
@@ -189,16 +196,19 @@ _TWO_HOP_CORES = {
         "All {target_noun} {link} {mid_noun} {link2} the {anchor_noun} {anchor_name}.",
         "Need the {target_noun} {link} the {mid_noun} {link2} {anchor_name}, the {anchor_noun}.",
         "Just the {target_noun} {link} {mid_noun} {link2} the {anchor_noun} {anchor_name}.",
+        "Find the {target_noun} {link} whatever {mid_noun} are {link2} the {anchor_noun} {anchor_name}.",
     ],
     "tech": [
         "Two-hop traversal: from the {anchor_noun} {anchor_name} through the {mid_noun} {link2} it to the {target_noun} {link} them.",
         "Retrieve the {target_noun} {link} the {mid_noun} {link2} the {anchor_noun} {anchor_name}, deduplicated.",
         "Pull the distinct {target_noun} reachable through the {mid_noun} {link2} the {anchor_noun} {anchor_name}: the ones {link} them.",
+        "Resolve the {mid_noun} {link2} the {anchor_noun} {anchor_name}, then return the {target_noun} {link} those.",
     ],
     "nonnative": [
         "Which {target_noun} are {link} the {mid_noun} that are {link2} the {anchor_noun} {anchor_name}?",
         "Please show me the {target_noun} {link} {mid_noun} {link2} {anchor_name}, the {anchor_noun}.",
         "I want know the {target_noun} {link} the {mid_noun} what are {link2} the {anchor_noun} {anchor_name}.",
+        "Tell me the {target_noun} {link} all {mid_noun} who are {link2} the {anchor_noun} {anchor_name}.",
     ],
 }
 
@@ -221,16 +231,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "And the {target_noun} {link} those {set_noun}.",
             "Next: {target_noun} {link} those {set_noun}.",
             "Follow through to the {target_noun} {link} those {set_noun}.",
+            "Then the {target_noun} {link} those {set_noun}.",
         ],
         "tech": [
             "Traverse from those {set_noun} to the {target_noun} {link} them.",
             "Expand the current result set of {set_noun}: the {target_noun} {link} them.",
             "Join the previous {set_noun} to the {target_noun} {link} them and list those.",
+            "Map each of those {set_noun} to the {target_noun} {link} it and return the distinct ones.",
         ],
         "nonnative": [
             "And which {target_noun} are {link} these {set_noun}?",
             "Now please the {target_noun} {link} those {set_noun}.",
             "Show me also the {target_noun} what are {link} those {set_noun}.",
+            "Tell me which {target_noun} is {link} those {set_noun}, please.",
         ],
     },
     "RECURSE": {
@@ -244,16 +257,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "All the {target_noun} {link} those {set_noun}, any depth.",
             "Full chain: all {target_noun} {link} those {set_noun}.",
             "All {target_noun} {link} those {set_noun}, direct or indirect.",
+            "The whole chain of {target_noun} {link} those {set_noun}, all levels down.",
         ],
         "tech": [
             "Run a variable-length traversal: all {target_noun} {link} those {set_noun}, any number of hops.",
             "Compute the transitive closure: every one of the {target_noun} {link} those {set_noun}, directly or indirectly.",
             "Recursively expand those {set_noun} to the {target_noun} {link} them at any depth, deduplicated.",
+            "Walk the hierarchy from those {set_noun}: every one of the {target_noun} {link} them, direct or transitive.",
         ],
         "nonnative": [
             "Which {target_noun} are {link} these {set_noun}, also the indirect ones, all levels?",
             "Please give all {target_noun} {link} those {set_noun}, not only direct, every level.",
             "I want the {target_noun} {link} those {set_noun} on any level, also not direct.",
+            "Tell me all {target_noun} {link} those {set_noun}, also through other ones, every level.",
         ],
     },
     "PIVOT": {
@@ -267,16 +283,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The {set_noun_singular} with the {extreme} {prop} among those {set_noun}: {target_noun} {link} that one.",
             "Whichever {set_noun_singular} of those {set_noun} has the {extreme} {prop}, give me the {target_noun} {link} that {set_noun_singular}.",
             "Pick the {set_noun_singular} with the {extreme} {prop} from those {set_noun}, then the {target_noun} {link} that one.",
+            "The {set_noun_singular} of those {set_noun} with the {extreme} {prop}, then the {target_noun} {link} it.",
         ],
         "tech": [
             "Rank those {set_noun} by {prop}, take the {set_noun_singular} with the {extreme} value, and traverse to the {target_noun} {link} that {set_noun_singular}.",
             "Sort the current {set_noun} by {prop}, keep the single {set_noun_singular} with the {extreme} value, then list the {target_noun} {link} that one.",
             "Select the {set_noun_singular} with the {extreme} {prop} from those {set_noun} and expand to the {target_noun} {link} that {set_noun_singular}.",
+            "Take the single {set_noun_singular} of those {set_noun} with the {extreme} {prop} and return the {target_noun} {link} it.",
         ],
         "nonnative": [
             "From these {set_noun}, the {set_noun_singular} with {extreme} {prop}, which {target_noun} are {link} that one?",
             "Take please the {set_noun_singular} who has the {extreme} {prop} in those {set_noun} and show the {target_noun} {link} that {set_noun_singular}.",
             "Which {target_noun} are {link} that {set_noun_singular} with the {extreme} {prop} from those {set_noun}?",
+            "Look at the {set_noun_singular} with the {extreme} {prop} in those {set_noun}; the {target_noun} {link} it, which are they?",
         ],
     },
     "AGG_COUNT": {
@@ -291,16 +310,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Count of those {set_noun}?",
             "How many {set_noun}? Just the number.",
             "Number of {set_noun} there?",
+            "Those {set_noun}, how many?",
         ],
         "tech": [
             "What's the row count for those {set_noun}?",
             "What's the cardinality of that set of {set_noun}?",
             "Aggregate: count of the {set_noun} in the current result.",
+            "Return the number of distinct {set_noun} in the current set.",
         ],
         "nonnative": [
             "How much {set_noun} there are?",
             "How many are these {set_noun}?",
             "Please count the {set_noun} for me, how many it is?",
+            "Tell me the number of these {set_noun}, please.",
         ],
     },
     "AGG_MAX": {
@@ -314,16 +336,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Max {prop} across those {set_noun}?",
             "Highest {prop} among the {set_noun}. Just the figure.",
             "Top {prop} of those {set_noun}?",
+            "Peak {prop} for those {set_noun}?",
         ],
         "tech": [
             "Compute max({prop}) over those {set_noun}.",
             "Compute the maximum of {prop} over the current set of {set_noun}.",
             "Aggregate the {set_noun}: maximum {prop}, single value.",
+            "Return the largest {prop} value found among those {set_noun}.",
         ],
         "nonnative": [
             "What is the most high {prop} of these {set_noun}?",
             "Which {prop} is the biggest in those {set_noun}?",
             "Tell me the maximum {prop} from the {set_noun}, please.",
+            "Tell me please the biggest {prop} of those {set_noun}.",
         ],
     },
     "AGG_AVG": {
@@ -337,16 +362,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Average {prop} of those {set_noun}?",
             "Mean {prop} across the {set_noun}. One number.",
             "Those {set_noun}: average {prop}?",
+            "Mean {prop}, those {set_noun}?",
         ],
         "tech": [
             "Compute avg({prop}) over those {set_noun}.",
             "Compute the arithmetic mean of {prop} over the current set of {set_noun}.",
             "Aggregate the {set_noun}: mean {prop}, single value.",
+            "Return the mean {prop} over the distinct {set_noun} in the current set.",
         ],
         "nonnative": [
             "What is the average of {prop} for these {set_noun}?",
             "Which is the mean {prop} in those {set_noun}?",
             "Tell me please the average {prop} from the {set_noun}.",
+            "How much is the {prop} in average for those {set_noun}?",
         ],
     },
     "AGG_SUM": {
@@ -360,16 +388,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Total {prop} of those {set_noun}?",
             "Sum of {prop} across the {set_noun}. One number.",
             "Those {set_noun}: total {prop}?",
+            "Combined {prop} of those {set_noun}?",
         ],
         "tech": [
             "Compute sum({prop}) over those {set_noun}.",
             "Compute the sum of {prop} over the current set of {set_noun}.",
             "Aggregate the {set_noun}: total {prop}, single value.",
+            "Return the summed {prop} over the distinct {set_noun} in the current set.",
         ],
         "nonnative": [
             "What is the sum of {prop} for these {set_noun}?",
             "How much is the {prop} together for those {set_noun}?",
             "Tell me please the total {prop} from the {set_noun}.",
+            "Please add together the {prop} of these {set_noun}, how much is it?",
         ],
     },
     "FILTER": {
@@ -384,16 +415,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Only the {set_noun} with {prop} {value}.",
             "Just those {set_noun} whose {prop} is {value}.",
             "Cut it to the {set_noun} where {prop} is {value}.",
+            "Drop all but the {set_noun} with {prop} {value}.",
         ],
         "tech": [
             "Filter the current {set_noun} on {prop} = {value}.",
             "Apply a predicate to those {set_noun}: {prop} equals {value}.",
             "Restrict the result set of {set_noun} to rows where the {prop} is {value}.",
+            "Keep the rows of those {set_noun} where {prop} matches {value}.",
         ],
         "nonnative": [
             "Which of these {set_noun} they have {prop} {value}?",
             "Keep only the {set_noun} with the {prop} is {value}, please.",
             "From those {set_noun} I want only where {prop} is {value}.",
+            "I need only these {set_noun} where the {prop} is {value}.",
         ],
     },
     "REFINE": {
@@ -407,16 +441,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Narrower: {set_noun} with {prop} {value} only.",
             "Further cut: just the {set_noun} whose {prop} is {value}.",
             "Tighter. Only the {set_noun} where {prop} is {value}.",
+            "Narrow again: {set_noun} with {prop} {value}.",
         ],
         "tech": [
             "Add a second predicate to the filter on those {set_noun}: {prop} = {value}.",
             "Refine the current filter on the {set_noun} with an extra condition, {prop} equals {value}.",
             "Further restrict the remaining {set_noun} to rows where the {prop} is {value}.",
+            "Stack one more condition on the remaining {set_noun}: {prop} must be {value}.",
         ],
         "nonnative": [
             "More narrow please: only the {set_noun} where {prop} is {value}.",
             "From these {set_noun} again, keep only who has {prop} {value}.",
             "Make it more small: the {set_noun} with the {prop} {value}.",
+            "Again smaller please, the {set_noun} what have {prop} {value}.",
         ],
     },
     "THRESHOLD": {
@@ -430,16 +467,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Only the {set_noun} with {prop} {op} {value}.",
             "Cut those {set_noun} to {prop} {op} {value}.",
             "Those {set_noun}, {prop} {op} {value} only.",
+            "Drop all but the {set_noun} with {prop} {op} {value}.",
         ],
         "tech": [
             "Filter the current {set_noun} on {prop}: {op} {value}.",
             "Apply a numeric threshold to those {set_noun}: {prop} {op} {value}.",
             "Restrict the result set of {set_noun} to rows where the {prop} is {op} {value}.",
+            "Keep the rows of those {set_noun} where the {prop} is {op} {value}.",
         ],
         "nonnative": [
             "Which of these {set_noun} they have {prop} {op} {value}?",
             "Keep only the {set_noun} with the {prop} is {op} {value}, please.",
             "From those {set_noun} I want only where {prop} is {op} {value}.",
+            "I need only these {set_noun} where the {prop} is {op} {value}.",
         ],
     },
     "COMPOUND": {
@@ -453,16 +493,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Only the {set_noun} with {prop} {op} {value} and {prop2} {value2}.",
             "Those {set_noun}: {prop} {op} {value}, {prop2} {value2}. Both.",
             "Cut to the {set_noun} where {prop} is {op} {value} and {prop2} is {value2}.",
+            "Need the {set_noun} with {prop2} {value2} and {prop} {op} {value}.",
         ],
         "tech": [
             "Filter the current {set_noun} on two predicates: {prop} {op} {value} and {prop2} = {value2}.",
             "Apply a conjunction to those {set_noun}: {prop} {op} {value}, plus {prop2} equals {value2}.",
             "Restrict the {set_noun} to rows with the {prop} {op} {value} and the {prop2} being {value2}.",
+            "Keep the rows of those {set_noun} that satisfy both {prop2} = {value2} and {prop} {op} {value}.",
         ],
         "nonnative": [
             "Which of these {set_noun} have {prop} {op} {value} and also the {prop2} is {value2}?",
             "Keep only the {set_noun} with {prop} {op} {value} and with {prop2} {value2}, please.",
             "From those {set_noun} I want where {prop} is {op} {value} and {prop2} is {value2}.",
+            "I need these {set_noun} where {prop2} is {value2} and also {prop} is {op} {value}.",
         ],
     },
     "CONTRAST": {
@@ -476,16 +519,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The other {set_noun}. The ones that didn't match.",
             "Flip it: the {set_noun} that got excluded.",
             "Rest of the {set_noun}?",
+            "Now the {set_noun} that didn't pass.",
         ],
         "tech": [
             "Take the complement: the {set_noun} from the earlier set that failed that filter.",
             "Invert the last filter and list the {set_noun} it excluded.",
             "Set difference: the earlier {set_noun} minus the ones that matched.",
+            "Return the {set_noun} of the earlier set that the last condition removed.",
         ],
         "nonnative": [
             "And the other {set_noun}, which are not matching?",
             "Show me please the {set_noun} what are not in this result.",
             "Now the opposite: the {set_noun} which did not match.",
+            "Tell me the {set_noun} what was left out, please.",
         ],
     },
     "PIVOT_AMBIGUOUS": {
@@ -499,16 +545,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The {pos} {set_noun_singular} of those {set_noun}: {target_noun} {link} that one.",
             "Take the {pos} {set_noun_singular} of those {set_noun}, then the {target_noun} {link} that {set_noun_singular}.",
             "Whichever {set_noun_singular} of those {set_noun} comes out {extreme}, the {target_noun} {link} that one.",
+            "The {pos} {set_noun_singular} of those {set_noun}, and then the {target_noun} {link} it.",
         ],
         "tech": [
             "Take the {pos} {set_noun_singular} in those {set_noun} and traverse to the {target_noun} {link} that {set_noun_singular}.",
             "Select the {pos} {set_noun_singular} from the current {set_noun} and expand to the {target_noun} {link} that one.",
             "Keep the single {set_noun_singular} that comes out {extreme} in those {set_noun}, then list the {target_noun} {link} that {set_noun_singular}.",
+            "Pick the {pos} {set_noun_singular} in the current {set_noun} and return the {target_noun} {link} it.",
         ],
         "nonnative": [
             "From these {set_noun}, the {pos} {set_noun_singular}, which {target_noun} are {link} that one?",
             "Take please the {pos} {set_noun_singular} in those {set_noun} and show the {target_noun} {link} that {set_noun_singular}.",
             "Which {target_noun} are {link} the {set_noun_singular} what is {pos} in those {set_noun}?",
+            "Tell me the {target_noun} {link} the {pos} {set_noun_singular} of those {set_noun}.",
         ],
     },
     "AGG_MAX_AMBIGUOUS": {
@@ -522,16 +571,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Max for those {set_noun}?",
             "Highest figure, those {set_noun}.",
             "Those {set_noun}: the peak?",
+            "Top figure for those {set_noun}?",
         ],
         "tech": [
             "Compute the maximum over those {set_noun}.",
             "Aggregate the current {set_noun} with a max, single value.",
             "What's the max across the {set_noun} in the result set?",
+            "Return the largest value found among those {set_noun}.",
         ],
         "nonnative": [
             "What is the most high for these {set_noun}?",
             "Which is the maximum in those {set_noun}?",
             "Tell me the biggest one from the {set_noun}, please.",
+            "What is the biggest for those {set_noun}?",
         ],
     },
     "AGG_AVG_AMBIGUOUS": {
@@ -545,16 +597,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Average for those {set_noun}?",
             "Mean across the {set_noun}. One number.",
             "Those {set_noun}: average?",
+            "Mean for those {set_noun}?",
         ],
         "tech": [
             "Compute the mean over those {set_noun}.",
             "Aggregate the current {set_noun} with an average, single value.",
             "What's the arithmetic mean across the {set_noun} in the result set?",
+            "Return the mean value over the distinct {set_noun} in the current set.",
         ],
         "nonnative": [
             "What is the average for these {set_noun}?",
             "Which is the mean in those {set_noun}?",
             "Tell me please the average from the {set_noun}.",
+            "How much is it in average for those {set_noun}?",
         ],
     },
     "AGG_SUM_AMBIGUOUS": {
@@ -568,16 +623,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Total for those {set_noun}?",
             "Sum across the {set_noun}. One number.",
             "Those {set_noun}: total?",
+            "Combined total, those {set_noun}?",
         ],
         "tech": [
             "Compute the sum over those {set_noun}.",
             "Aggregate the current {set_noun} with a sum, single value.",
             "What's the total across the {set_noun} in the result set?",
+            "Return the summed value over the distinct {set_noun} in the current set.",
         ],
         "nonnative": [
             "What is the total for these {set_noun}?",
             "How much is it together for those {set_noun}?",
             "Tell me please the sum from the {set_noun}.",
+            "Please add it together for these {set_noun}, how much is it?",
         ],
     },
     "FILTER_FLAG": {
@@ -591,16 +649,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Only the {set_noun} {flag}.",
             "Those {set_noun}, {flag} only.",
             "Cut to the {set_noun} that are {flag}.",
+            "Drop all but the {set_noun} {flag}.",
         ],
         "tech": [
             "Filter the current {set_noun} to those {flag}.",
             "Restrict the result set of {set_noun} to the rows {flag}.",
             "Apply a boolean predicate to those {set_noun}: keep the ones {flag}.",
+            "Keep the rows of those {set_noun} that are {flag}.",
         ],
         "nonnative": [
             "Which of these {set_noun} they are {flag}?",
             "Keep only the {set_noun} what are {flag}, please.",
             "From those {set_noun} I want only the ones {flag}.",
+            "I need only these {set_noun} which are {flag}.",
         ],
     },
     "REFINE_FLAG": {
@@ -608,21 +669,25 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Narrow that down further to the {set_noun} {flag}.",
             "Of what's left, keep just the {set_noun} that are {flag}.",
             "And on top of that, only the {set_noun} {flag}.",
+            "Out of the remaining {set_noun}, just those {flag}.",
         ],
         "terse": [
             "Further cut: only the {set_noun} {flag}.",
             "Tighter. Just the {set_noun} {flag}.",
             "And only the {set_noun} that are {flag}.",
+            "Narrow again: {set_noun} {flag} only.",
         ],
         "tech": [
             "Add a boolean predicate to the filter on those {set_noun}: keep the rows {flag}.",
             "Further restrict the remaining {set_noun} to the ones {flag}.",
             "Refine the current filter on the {set_noun}: only those {flag}.",
+            "Stack one more condition on the remaining {set_noun}: they must be {flag}.",
         ],
         "nonnative": [
             "More narrow please, only the {set_noun} {flag}.",
             "From these {set_noun} again, keep only who are {flag}.",
             "Make it more small: the {set_noun} what are {flag}.",
+            "Again smaller please, the {set_noun} which are {flag}.",
         ],
     },
     "FILTER_EXISTS": {
@@ -636,16 +701,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Only the {set_noun} with {has}.",
             "Those {set_noun} with {has}, nothing else.",
             "Cut to the {set_noun} with {has}.",
+            "Drop all but the {set_noun} with {has}.",
         ],
         "tech": [
             "Filter the current {set_noun} to rows with {has}.",
             "Restrict the result set of {set_noun} to the ones with {has}.",
             "Apply a null check to those {set_noun}: keep the ones with {has}.",
+            "Keep the rows of those {set_noun} with {has}.",
         ],
         "nonnative": [
             "Which of these {set_noun} they have {has}?",
             "Keep only the {set_noun} with {has}, please.",
             "From those {set_noun} I want only the ones with {has}.",
+            "I need only these {set_noun} with {has}.",
         ],
     },
     "REFINE_EXISTS": {
@@ -653,21 +721,25 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Narrow that down further to the {set_noun} with {has}.",
             "Of what's left, keep just the {set_noun} that have {has}.",
             "And on top of that, only the {set_noun} with {has}.",
+            "Of the {set_noun} still left, keep those with {has}.",
         ],
         "terse": [
             "Further cut: only the {set_noun} with {has}.",
             "Tighter. Just the {set_noun} with {has}.",
             "And only the {set_noun} that have {has}.",
+            "Narrow again: {set_noun} with {has} only.",
         ],
         "tech": [
             "Add a null check to the filter on those {set_noun}: keep the rows with {has}.",
             "Further restrict the remaining {set_noun} to the ones with {has}.",
             "Refine the current filter on the {set_noun}: only those with {has}.",
+            "Stack one more condition on the remaining {set_noun}: keep the ones with {has}.",
         ],
         "nonnative": [
             "More narrow please, only the {set_noun} with {has}.",
             "From these {set_noun} again, keep only who have {has}.",
             "Make it more small: the {set_noun} with {has}.",
+            "Again smaller please, the {set_noun} with {has}.",
         ],
     },
     "AGG_MIN": {
@@ -681,16 +753,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Min {prop} across those {set_noun}?",
             "Lowest {prop} among the {set_noun}. Just the figure.",
             "Smallest {prop} of those {set_noun}?",
+            "Bottom {prop} for those {set_noun}?",
         ],
         "tech": [
             "Compute min({prop}) over those {set_noun}.",
             "Compute the minimum of {prop} over the current set of {set_noun}.",
             "Aggregate the {set_noun}: minimum {prop}, single value.",
+            "Return the smallest {prop} value found among those {set_noun}.",
         ],
         "nonnative": [
             "What is the most low {prop} of these {set_noun}?",
             "Which {prop} is the smallest in those {set_noun}?",
             "Tell me the minimum {prop} from the {set_noun}, please.",
+            "What is the less {prop} that these {set_noun} have?",
         ],
     },
     "TOP_K": {
@@ -704,16 +779,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The {k} {set_noun} with the {extreme} {prop}.",
             "Top {k} of those {set_noun}, by {extreme} {prop}.",
             "Only {k}: the {set_noun} with the {extreme} {prop}.",
+            "Give me {k} of those {set_noun}, the {extreme} {prop} ones.",
         ],
         "tech": [
             "Order those {set_noun} by {prop} and keep the {k} with the {extreme} values.",
             "Rank the current {set_noun} by {prop} and return the {k} with the {extreme} values.",
             "Limit the {set_noun} to the {k} rows with the {extreme} {prop}.",
+            "Sort the current {set_noun} by {prop} and keep only {k} rows, the {extreme} values first.",
         ],
         "nonnative": [
             "Which are the {k} {set_noun} with the {extreme} {prop}?",
             "Give me please only {k} of these {set_noun}, the ones with {extreme} {prop}.",
             "I want the {k} {set_noun} what have the {extreme} {prop}.",
+            "Tell me only {k} {set_noun} of these, with the {extreme} {prop}.",
         ],
     },
     "AGG_EDGE": {
@@ -727,16 +805,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The {stat} {prop} for those {set_noun} {link} the {prev_noun}?",
             "Those {set_noun} {link} the {prev_noun}: {stat} {prop}?",
             "Just the {stat} {prop} across those {set_noun} {link} the {prev_noun}.",
+            "Over those {set_noun} {link} the {prev_noun}, the {stat} {prop}?",
         ],
         "tech": [
             "Aggregate over the relationships of those {set_noun} {link} the {prev_noun}: {stat} {prop}.",
             "Compute the {stat} {prop} over each relationship of those {set_noun} {link} the {prev_noun}.",
             "On the relationships of those {set_noun} {link} the {prev_noun}, compute the {stat} {prop}.",
+            "Return the {stat} {prop} stored on the links of those {set_noun} {link} the {prev_noun}.",
         ],
         "nonnative": [
             "For these {set_noun} {link} the {prev_noun}, what is the {stat} {prop}?",
             "Please tell me the {stat} {prop} for those {set_noun} {link} the {prev_noun}.",
             "Which is the {stat} {prop} of those {set_noun} {link} the {prev_noun}?",
+            "How much is the {stat} {prop} for those {set_noun} {link} the {prev_noun}?",
         ],
     },
     "THRESHOLD_DATE": {
@@ -750,16 +831,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Only the {set_noun} with {prop} {when}.",
             "Those {set_noun}, {prop} {when} only.",
             "Cut to the {set_noun} whose {prop} is {when}.",
+            "Drop all but the {set_noun} with {prop} {when}.",
         ],
         "tech": [
             "Filter the current {set_noun} on {prop}: {when}.",
             "Apply a date condition to those {set_noun}: {prop} {when}.",
             "Restrict the result set of {set_noun} to rows where the {prop} is {when}.",
+            "Keep the rows of those {set_noun} where the {prop} falls {when}.",
         ],
         "nonnative": [
             "Which of these {set_noun} they have the {prop} {when}?",
             "Keep only the {set_noun} with the {prop} {when}, please.",
             "From those {set_noun} I want only where {prop} is {when}.",
+            "I need only these {set_noun} where the {prop} is {when}.",
         ],
     },
     "AGG_COUNT_EACH": {
@@ -773,16 +857,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Those {set_noun}, each with its number of {target_noun} {link} it, zeros included.",
             "Count of {target_noun} {link} each of those {set_noun}, including zeros.",
             "Each of those {set_noun} with how many {target_noun} are {link} it. Zero counts too.",
+            "For each of those {set_noun}: number of {target_noun} {link} it, zeros kept.",
         ],
         "tech": [
             "For every one of those {set_noun}, count the {target_noun} {link} it, keeping the ones with none as 0.",
             "Left-join those {set_noun} to the {target_noun} {link} them and count per row, zeros kept.",
             "For each of the current {set_noun}: the number of {target_noun} {link} it, 0 where there is no match.",
+            "Return each of those {set_noun} with a count of the {target_noun} {link} it, 0 for no match.",
         ],
         "nonnative": [
             "For every of these {set_noun}, how many {target_noun} are {link} it? Also the ones with zero.",
             "Please count the {target_noun} {link} each of those {set_noun}, also when it is none.",
             "I want for each of those {set_noun} how many {target_noun} are {link} it, also zero.",
+            "Tell me for each of these {set_noun} the number of {target_noun} {link} it, zero also.",
         ],
     },
     "EXPAND_WITH": {
@@ -796,16 +883,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The {target_noun} {link} those {set_noun}, plus their {attr}.",
             "And the {target_noun} {link} those {set_noun}, {attr} included.",
             "Next: {target_noun} {link} those {set_noun} and the {attr} of each.",
+            "Then the {target_noun} {link} those {set_noun}, with their {attr}.",
         ],
         "tech": [
             "Traverse from those {set_noun} to the {target_noun} {link} them and return each with its {attr}.",
             "Join the previous {set_noun} to the {target_noun} {link} them; two columns, the {target_noun} and their {attr}.",
             "Expand the current {set_noun} to the {target_noun} {link} them, with the {attr} of each.",
+            "Return the {target_noun} {link} those {set_noun}, one row each with its {attr}.",
         ],
         "nonnative": [
             "Which {target_noun} are {link} these {set_noun}, and which {attr} they have?",
             "Show me please the {target_noun} {link} those {set_noun} and also their {attr}.",
             "I want the {target_noun} {link} those {set_noun}, with the {attr} for each.",
+            "Tell me the {target_noun} {link} those {set_noun} and the {attr} of every one.",
         ],
     },
     "AGG_COUNT_GROUPED": {
@@ -819,16 +909,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Count of those {set_noun} per {group}?",
             "Those {set_noun} by {group}, with counts.",
             "How many {set_noun} per {group}?",
+            "Split those {set_noun} by {group}, counts only.",
         ],
         "tech": [
             "Group those {set_noun} by {group} and count each group.",
             "Aggregate the current {set_noun}: count per {group}.",
             "Give me a group-by on {group} over those {set_noun}, with a count for each.",
+            "Return one row per {group} with the number of those {set_noun} in it.",
         ],
         "nonnative": [
             "How many are these {set_noun} for every {group}?",
             "Please count the {set_noun} for each {group}.",
             "For every {group}, how much {set_noun} there are?",
+            "Tell me how many of these {set_noun} there is in every {group}.",
         ],
     },
     "THRESHOLD_AMBIGUOUS": {
@@ -842,16 +935,19 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Only the {big} {set_noun}.",
             "Drop everything but the {big} {set_noun}.",
             "Those {set_noun}, {high} end only.",
+            "Keep the {big} {set_noun}, drop the rest.",
         ],
         "tech": [
             "Apply a threshold to those {set_noun} and keep the {high} values.",
             "Filter the current {set_noun} to the {high} end of the range.",
             "Restrict the {set_noun} to rows {above} the cutoff.",
+            "Return the subset of those {set_noun} at the {high} end.",
         ],
         "nonnative": [
             "Keep only the {big} ones of these {set_noun}, please.",
             "Which of those {set_noun} are the {big} ones?",
             "I want only the {set_noun} what are {above} the limit.",
+            "Please only these {set_noun} which are {big}.",
         ],
     },
 }
@@ -1102,21 +1198,92 @@ def _without_repeated_noun(template: str, values: Mapping[str, str]) -> str:
     return template.replace("{anchor_name}, the {anchor_noun}", "{anchor_name}")
 
 
+# The held-out-wording split: the test split (the benchmark) and the train split draw their wordings
+# from disjoint pools, so a model fine-tuned on the train split cannot score by recognising a
+# benchmark wording. Each list of alternatives (a family's core wordings in one register, a persona's
+# phrases, the topic-shift leads, the back-reference leads) is split in two by a fixed hash: the
+# larger half to test. A wording that opens with five literal words which another list's wording
+# also opens with ("Narrow that down further to the ..." for a value, a flag and a null test) goes
+# to the side that opening's hash picks, in every list, so no five-word opening crosses the split;
+# the other wordings balance the halves. A list of one wording and the bare "{core}" are shared.
+# None: every wording (direct use, tests).
+POOLS = ("test", "train")
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def opening_key(wording: str) -> str:
+    """The five literal words a wording opens with, lower-cased (what an utterance's five-word opening
+    shows of it), or "" when a slot comes sooner (the slot's words then differ between the splits'
+    worlds)."""
+    words = re.findall(r"[a-z0-9']+", wording.split("{", 1)[0].lower())
+    return " ".join(words[:5]) if len(words) >= 5 else ""
+
+
+def _all_lists() -> list[list[str]]:
+    lists, seen = [], set()
+    for registers in _CORES.values():
+        for cores in registers.values():
+            if id(cores) not in seen:
+                seen.add(id(cores))
+                lists.append(cores)
+    return lists + list(_WRAPPERS.values()) + [_TOPIC_SHIFT_LEADS]
+
+
+_SHARED_OPENINGS: set[str] = set()
+
+
+def _shared_openings() -> set[str]:
+    """Five-word openings that wordings of more than one list start with."""
+    if not _SHARED_OPENINGS:
+        lists_with = {}
+        for i, items in enumerate(_all_lists()):
+            for w in items:
+                if opening_key(w):
+                    lists_with.setdefault(opening_key(w), set()).add(i)
+        _SHARED_OPENINGS.update(k for k, ids in lists_with.items() if len(ids) > 1)
+        _SHARED_OPENINGS.add("")  # computed (an empty set would be recomputed; "" is never a key)
+    return _SHARED_OPENINGS
+
+
+def pool(items: Iterable[str], split: str | None) -> list[str]:
+    """The wordings of ``items`` that ``split`` ("test" / "train") may use, in their given order."""
+    items = list(items)
+    if split is None:
+        return items
+    if split not in POOLS:
+        raise TemplateError(f"unknown wording pool {split!r}; known: {', '.join(POOLS)}")
+    own = [w for w in items if w != "{core}"]
+    if len(own) < 2:
+        return items
+    shared = _shared_openings()
+    side = {w: _digest(opening_key(w)) % 2 for w in own if opening_key(w) in shared and opening_key(w)}
+    sizes = [list(side.values()).count(0), list(side.values()).count(1)]
+    for w in sorted((w for w in own if w not in side), key=_digest):
+        side[w] = 0 if sizes[0] <= sizes[1] else 1  # the smaller half; test on a tie
+        sizes[side[w]] += 1
+    return [w for w in items if w == "{core}" or side[w] == POOLS.index(split)]
+
+
 def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Random, *,
-           turn: int | None = None, used: set[str] | None = None) -> str:
+           turn: int | None = None, used: set[str] | None = None, split: str | None = None) -> str:
     """One utterance of ``family`` in ``persona``'s register (see the module docstring).
 
     ``turn`` (the turn's index in its session) and ``used`` (the wrappers and core wordings the
     session has used; the chosen ones are added) condition the phrasing on the conversation: no
     greeting after the first turn, no reference back on it, no phrase or wording twice. Without them any wrapper may be chosen. Every
     utterance opens with at most one lead-in: a topic-shift lead, a back reference, a core's own
-    lead-in ("Next: ...") or a persona's ("For my class project: ...")."""
+    lead-in ("Next: ...") or a persona's ("For my class project: ...").
+
+    ``split`` ("test" / "train") restricts every choice to that split's wording pool (:func:`pool`)."""
     _check(family, persona, slots)
     values = {k: v for k, v in slots.items() if isinstance(v, str)}
     values.update(_derived(family, slots))
     back = slots.get("back")
     back = back.strip() if isinstance(back, str) else ""
-    cores = _CORES[family][_PERSONA_REGISTER[persona]]
+    cores = pool(_CORES[family][_PERSONA_REGISTER[persona]], split)
     led = bool(back) or family in _TOPIC_SHIFT  # the utterance already has its one lead-in
     if led:
         cores = [c for c in cores if not _CORE_LEAD_IN.match(c)] or cores
@@ -1129,7 +1296,7 @@ def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Rand
         values["back"] = back
         sep = " " if back[-1] in ".!?:;," else ": "
         core = "{back}" + sep + _lc(core)
-    wrappers = _WRAPPERS[persona]
+    wrappers = pool(_WRAPPERS[persona], split)
     if turn is not None:
         wrappers = [w for w in wrappers if w not in (_LATER_TURNS_ONLY if turn == 0 else _FIRST_TURN_ONLY)]
     if used is not None:
@@ -1146,7 +1313,7 @@ def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Rand
         used.add(wrapper)
     template = _without_repeated_noun(wrapper.replace("{lc}", _lc(core)).replace("{core}", core), values)
     if family in _TOPIC_SHIFT:
-        template = rng.choice(_TOPIC_SHIFT_LEADS) + _uc(template)
+        template = rng.choice(pool(_TOPIC_SHIFT_LEADS, split)) + _uc(template)
     return _fill(template, values, family)
 
 

@@ -45,6 +45,19 @@ def test_same_seed_gives_byte_identical_sessions_and_another_seed_does_not(tmp_p
     assert bytes_a != (tmp_path / "c" / "sessions.jsonl").read_bytes()
 
 
+def test_train_and_test_splits_share_no_wording(tmp_path):
+    """The held-out-wording split: a train build and a test build share no five-word opening (the
+    wordings of each list are partitioned; benchmark.templates.pool), and the build says so."""
+    from benchmark.stats import opening, wording_overlap
+
+    train = build("train", tmp_path / "train", sessions=12, worlds=["hospital", "film_studio"], hf=False)
+    test = build("test", tmp_path / "test", sessions=12, worlds=["ocean_kingdom", "magic_academy"], hf=False)
+    overlap = wording_overlap(test.sessions, train.sessions)
+    assert overlap["openings"] > 50 and overlap["shared_openings"] == 0, overlap
+    openings = {opening(t.utterance) for s in test.sessions for t in s.turns}
+    assert len(openings) >= 0.8 * sum(len(s.turns) for s in test.sessions)  # still varied
+
+
 def test_default_build_has_the_papers_shape(default_sessions):
     path, sessions = default_sessions
     manifest = json.loads((path / "manifest.json").read_text())

@@ -17,8 +17,8 @@ from benchmark.lexicon import FALLBACK_LINK, Lexicon, pluralize, split_identifie
 from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
 from benchmark.templates import (AMBIGUOUS_FAMILIES, FAMILIES, FIGURE_FAMILIES, FIGURE_ONLY_REMARKS,
                                  LISTING_ONLY_REMARKS, OMITTED, PARAPHRASED, SLOTS, TemplateError, _CORES,
-                                 _FIRST_TURN_ONLY, _LATER_TURNS_ONLY, _WRAPPERS, clarification, is_listing_family,
-                                 leaks, render)
+                                 _FIRST_TURN_ONLY, _LATER_TURNS_ONLY, _TOPIC_SHIFT_LEADS, _WRAPPERS, clarification,
+                                 is_listing_family, leaks, opening_key, pool, render)
 from graphs.generator import generate
 from graphs.spec import all_specs
 
@@ -198,7 +198,7 @@ def test_families_and_personas_are_covered():
     for family, registers in _CORES.items():
         assert set(registers) == {"plain", "terse", "tech", "nonnative"}, family
         for register, cores in registers.items():
-            assert len(cores) >= 3, (family, register)
+            assert len(cores) >= 4, (family, register)  # two or more for each split's pool
             assert len(set(cores)) == len(cores), (family, register)
             for core in cores:
                 assert core[0].isalpha(), core  # starts with template text, never a slot
@@ -350,6 +350,51 @@ def test_back_reference_leads_and_keeps_its_case():
         assert not render("EXPAND", "journalist", plain, random.Random(seed)).startswith(":")
     del plain["back"]
     render("EXPAND", "journalist", plain, random.Random(0))
+
+
+def test_plural_slots_read_as_plurals():
+    """A plural noun slot never follows "every", "each", "a" or "an", nor modifies a noun ("every
+    provinces record"); the singular slot is there for that."""
+    plural = r"\{(?:target_noun|set_noun|mid_noun|prev_noun)\}"
+    for family, registers in _CORES.items():
+        for cores in registers.values():
+            for core in cores:
+                assert not re.search(r"\b(?:[Ee]very|[Ee]ach|a|an|A|An) " + plural, core), core
+                assert not re.search(plural + r" (?:record|records|entry|entries|row)\b", core), core
+
+
+def test_train_and_test_wording_pools_are_disjoint_and_both_varied():
+    """The held-out-wording split: for every list of alternatives the two pools share no wording,
+    together they are the whole list, each has at least two wordings wherever the list has four or
+    more, and the partition is a fixed function of the wordings (not of the run)."""
+    lists = [c for regs in _CORES.values() for c in regs.values()] + list(_WRAPPERS.values()) + [_TOPIC_SHIFT_LEADS]
+    for items in lists:
+        test, train = pool(items, "test"), pool(items, "train")
+        own = [w for w in items if w != "{core}"]
+        assert set(test) | set(train) == set(items)
+        assert not (set(test) & set(train)) - {"{core}"}, items
+        if len(own) >= 4:
+            assert len([w for w in test if w != "{core}"]) >= 2 and len([w for w in train if w != "{core}"]) >= 2
+        assert pool(list(reversed(items)), "test") == list(reversed(test))  # by content, not by position
+    # no five-word opening is used by both splits, even across families ("Narrow that down further to
+    # the ..." is a value's, a flag's and a null test's wording)
+    sides = {split: {opening_key(w) for items in lists for w in pool(items, split)} - {""} for split in ("test", "train")}
+    assert not sides["test"] & sides["train"]
+    assert opening_key("Narrow that down further to the {set_noun}.") == "narrow that down further to"
+    assert opening_key("Which of those {set_noun} have {prop}?") == ""
+    assert pool(["only one"], "train") == pool(["only one"], "test") == ["only one"]
+    with pytest.raises(TemplateError):
+        pool(["a", "b"], "dev")
+    # a render in one split never produces a wording of the other split's pool
+    slots = {"set_noun": "provinces", "target_noun": "legions", "link": "stationed in"}
+    for persona in PERSONAS:
+        register = {w for w in _CORES["EXPAND"].values() for w in w}
+        for split, other in (("test", "train"), ("train", "test")):
+            theirs = {w for regs in _CORES["EXPAND"].values() for w in pool(regs, other)}
+            for seed in SEEDS:
+                text = render("EXPAND", persona, slots, random.Random(seed), turn=2, split=split)
+                cores = {c for c in register if c.format(**slots)[1:] in text}
+                assert cores and not cores & theirs, (split, text)
 
 
 def test_topic_shift_says_so():
