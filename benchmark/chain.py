@@ -111,6 +111,18 @@ class EntitySet:
         return "\n".join([*self.distinct(), f"RETURN properties({self.var}) AS p"])
 
 
+def _ranked(s: "EntitySet", prop: str) -> list[str]:
+    """The set's clauses ready to be ranked by ``prop``: a null never ranks first, so the members without
+    it are dropped, unless the set's own filter already compares ``prop`` (``x.p > 5`` holds for no null)."""
+    last = s.clauses[-1] if s.clauses else ""
+    if s.distinct_rows and last.startswith("WHERE "):
+        target = f"{s.var}.{ident(prop)} "
+        for cond in re.split(r" AND (?![^(]*\))", last[len("WHERE "):]):
+            if cond.startswith(target) and re.match(r"(?:<|>|<=|>=|=) ", cond[len(target):]):
+                return list(s.clauses)
+    return s.filtered(f"{s.var}.{ident(prop)} IS NOT NULL")
+
+
 @dataclass(frozen=True)
 class Step:
     cypher: str
@@ -228,8 +240,7 @@ def pivot(s: EntitySet, prop: str, highest: bool, rel_type: str, forward: bool, 
           target_key: str, var: str, symmetric: bool = False) -> Step:
     """pivot: rank the prior set by a property, take the top (or bottom) one, traverse from it."""
     order = "DESC" if highest else "ASC"
-    clauses = (*s.filtered(f"{s.var}.{ident(prop)} IS NOT NULL"),
-               f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT 1",
+    clauses = (*_ranked(s, prop), f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT 1",
                "MATCH " + _pattern(s.var, rel_type, forward, var, target_label, symmetric=symmetric))
     src, dst = (s.label, target_label) if forward else (target_label, s.label)
     new = EntitySet(target_label, var, clauses, s.key_values, _merge(s.triples, [triple(src, rel_type, dst)]),
@@ -289,8 +300,7 @@ def top_k(s: EntitySet, key: str, prop: str, highest: bool, k: int) -> Step:
     """value_narrow by rank: the ``k`` members with the highest (lowest) ``prop``. It has no condition
     to complement, so no CONTRAST follows it."""
     order = "DESC" if highest else "ASC"
-    clauses = (*s.filtered(f"{s.var}.{ident(prop)} IS NOT NULL"),
-               f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT {k}")
+    clauses = (*_ranked(s, prop), f"WITH {s.var} ORDER BY {s.var}.{ident(prop)} {order} LIMIT {k}")
     new = EntitySet(s.label, s.var, clauses, s.key_values, s.triples, None, None, s.filtered_props | {prop},
                     origin=s.origin, distinct_rows=True)
     return _list_step(new, key)

@@ -283,13 +283,13 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The {set_noun_singular} with the {extreme} {prop} among those {set_noun}: {target_noun} {link} that one.",
             "Whichever {set_noun_singular} of those {set_noun} has the {extreme} {prop}, give me the {target_noun} {link} that {set_noun_singular}.",
             "Pick the {set_noun_singular} with the {extreme} {prop} from those {set_noun}, then the {target_noun} {link} that one.",
-            "The {set_noun_singular} of those {set_noun} with the {extreme} {prop}, then the {target_noun} {link} it.",
+            "The {set_noun_singular} of those {set_noun} with the {extreme} {prop}, then the {target_noun} {link} that one.",
         ],
         "tech": [
             "Rank those {set_noun} by {prop}, take the {set_noun_singular} with the {extreme} value, and traverse to the {target_noun} {link} that {set_noun_singular}.",
             "Sort the current {set_noun} by {prop}, keep the single {set_noun_singular} with the {extreme} value, then list the {target_noun} {link} that one.",
             "Select the {set_noun_singular} with the {extreme} {prop} from those {set_noun} and expand to the {target_noun} {link} that {set_noun_singular}.",
-            "Take the single {set_noun_singular} of those {set_noun} with the {extreme} {prop} and return the {target_noun} {link} it.",
+            "Take the single {set_noun_singular} of those {set_noun} with the {extreme} {prop} and return the {target_noun} {link} that {set_noun_singular}.",
         ],
         "nonnative": [
             "From these {set_noun}, the {set_noun_singular} with {extreme} {prop}, which {target_noun} are {link} that one?",
@@ -545,13 +545,13 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "The {pos} {set_noun_singular} of those {set_noun}: {target_noun} {link} that one.",
             "Take the {pos} {set_noun_singular} of those {set_noun}, then the {target_noun} {link} that {set_noun_singular}.",
             "Whichever {set_noun_singular} of those {set_noun} comes out {extreme}, the {target_noun} {link} that one.",
-            "The {pos} {set_noun_singular} of those {set_noun}, and then the {target_noun} {link} it.",
+            "The {pos} {set_noun_singular} of those {set_noun}, and then the {target_noun} {link} that one.",
         ],
         "tech": [
             "Take the {pos} {set_noun_singular} in those {set_noun} and traverse to the {target_noun} {link} that {set_noun_singular}.",
             "Select the {pos} {set_noun_singular} from the current {set_noun} and expand to the {target_noun} {link} that one.",
             "Keep the single {set_noun_singular} that comes out {extreme} in those {set_noun}, then list the {target_noun} {link} that {set_noun_singular}.",
-            "Pick the {pos} {set_noun_singular} in the current {set_noun} and return the {target_noun} {link} it.",
+            "Pick the {pos} {set_noun_singular} in the current {set_noun} and return the {target_noun} {link} that one.",
         ],
         "nonnative": [
             "From these {set_noun}, the {pos} {set_noun_singular}, which {target_noun} are {link} that one?",

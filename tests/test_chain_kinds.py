@@ -106,3 +106,19 @@ def test_filters_are_joined_and_distinct_only_where_a_node_may_repeat():
     for step in (deep, other, tame, pivot, chain.count(top)):
         lines = step.cypher.split("\n")
         assert not any(a.startswith("WHERE") and b.startswith("WITH DISTINCT") for a, b in zip(lines, lines[1:]))
+
+
+def test_a_ranking_drops_nulls_only_where_its_filter_does_not_already():
+    """``ORDER BY x.p DESC`` would put a null first, so a ranking keeps ``x.p IS NOT NULL`` unless the
+    set's own filter compares ``p`` (``x.p > 0.5`` holds for no null); a negated comparison does not
+    count (``NOT coalesce(x.p > 0.5, false)`` holds for a null)."""
+    opening = chain.open_filtered("Reef", "name", "zone", "sunlit", "n1").new_set
+    deep = chain.narrow(opening, "name", [chain.compare("n1", "Reef", "depth", True, 50)]).new_set
+    top = chain.top_k(deep, "name", "depth", True, 2)
+    assert "WHERE n1.zone = 'sunlit' AND n1.depth > 50\nWITH n1 ORDER BY n1.depth DESC LIMIT 2\n" in top.cypher
+    assert "IS NOT NULL" not in top.cypher
+    other = chain.contrast(deep, "name").new_set
+    pivot = chain.pivot(other, "depth", False, "CLAIMS", False, "Kingdom", "name", "n2")
+    assert "AND NOT coalesce(n1.depth > 50, false) AND n1.depth IS NOT NULL\nWITH n1 ORDER BY" in pivot.cypher
+    by_size = chain.top_k(deep, "name", "size", False, 3)
+    assert "AND n1.depth > 50 AND n1.size IS NOT NULL\nWITH n1 ORDER BY n1.size ASC LIMIT 3" in by_size.cypher
