@@ -252,6 +252,8 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "Show me every one of the {target_noun} {link} those {set_noun}, directly or indirectly.",
             "Follow the chain all the way: which {target_noun} are {link} those {set_noun}, at any depth?",
             "List all the {target_noun} {link} those {set_noun}, including the indirect ones, across the whole chain.",
+            "Which {target_noun} are {link} those {set_noun}, counting indirect links too?",
+            "Going all the way down the chain, what {target_noun} are {link} those {set_noun}?",
         ],
         "terse": [
             "All the {target_noun} {link} those {set_noun}, any depth.",
@@ -514,6 +516,8 @@ _CORES: dict[str, dict[str, list[str]]] = {
             "And the rest of the {set_noun}, the ones that were left out?",
             "Now flip it: which {set_noun} did not make that cut?",
             "Show me the remaining {set_noun} instead, the ones that condition excluded.",
+            "Which {set_noun} were left out by that condition?",
+            "I'd also like to see the {set_noun} that didn't make it through that filter.",
         ],
         "terse": [
             "The other {set_noun}. The ones that didn't match.",
@@ -959,6 +963,8 @@ _TOPIC_SHIFT_LEADS = [
     "Something different now. ",
     "Let's leave that aside. ",
     "Moving on to another subject. ",
+    "Changing the subject. ",
+    "Here's a different one. ",
 ]
 
 # ---------------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ _GREETING = re.compile(r"^(?:.*?[.!?:]\s+)?(hi|hello|hey|good (?:morning|afterno
 # one lead-in: a short segment ending in ':' or a short stock sentence / interjection at the start
 _LEAD_COLON = re.compile(r"^[^:.?!{}]{2,60}?:\s+")
 _LEAD_SENTENCE = re.compile(
-    r"^(?:new question|switching topics|something different now|let's leave that aside|moving on[^.]*|"
+    r"^(?:new question|switching topics|something different now|let's leave that aside|moving on[^.]*|changing the subject|here's a different one|"
     r"sorry[^.?!]*|hi\b[^.?!]*|hello|hey|um|ok so|"
     r"i'm (?:fact-checking|studying|new|still)[^.?!]*|i'll be checking[^.?!]*|"
     r"i've been going through[^.?!]*|so, just to give you[^.?!]*|okay, here's the next thing[^.?!]*|"

@@ -401,7 +401,7 @@ def test_topic_shift_says_so():
     slots = {"target_noun": "provinces", "link": "governed by", "anchor_noun": "emperor",
              "anchor_name": "Quabro Tasherk"}
     leads = ("New question.", "Switching topics.", "Something different now.", "Let's leave that aside.",
-             "Moving on to another subject.")
+             "Moving on to another subject.", "Changing the subject.", "Here's a different one.")
     for persona in PERSONAS:
         text = render("TOPIC_SHIFT_ANCHORED", persona, slots, random.Random(3))
         assert text.startswith(leads), text
