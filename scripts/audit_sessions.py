@@ -44,6 +44,8 @@ _LEAD_SENTENCE = re.compile(
     r"i've been going through[^.?!]*|so, just to give you[^.?!]*|okay, here's the next thing[^.?!]*|"
     r"(?:going back|back|returning|let's go back) to the [^:.?!]* (?:from before|we had earlier|from earlier))"
     r"[.,!:]?\s+", re.I)
+# words a value may share with the text before it without naming its type ("... and By Ash and Oath")
+_FUNCTION_WORDS = frozenset({"a", "an", "and", "the", "of", "in", "on", "at", "to", "by", "for", "with", "or"})
 _AGG_ADJ = r"(?:highest|largest|maximum|max|top|biggest|most high|average|mean|lowest|smallest|minimum|min)"
 _RET_AS = re.compile(r"(\w+)\.`?(\w+)`? AS `?(\w+)`?")
 _AGG_FN = re.compile(r"\b(count|sum|avg|max|min|collect|percentileCont|stDev)\(", re.I)
@@ -301,7 +303,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                 if isinstance(v, str) and " " in v or isinstance(v, str) and v[:1].isupper():
                     tokens = {w.rstrip("s") for w in _words(v)}
                     m = re.search(r"\b([A-Za-z]+) " + re.escape(v), text)
-                    if m and m.group(1).lower().rstrip("s") in tokens and m.group(1)[:1].islower():
+                    if m and m.group(1).lower().rstrip("s") in tokens - _FUNCTION_WORDS and m.group(1)[:1].islower():
                         dup = True
             hit("duplicated_type_noun", dup, tag)
             hit("plural_noun_grammar", bool(plural_grammar(text, plurals[s.world])), tag)
