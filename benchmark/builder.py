@@ -171,7 +171,7 @@ class WorldBuilder:
         """The property's words in an aggregate or a comparison: a count-like plural becomes
         "number of ..." ("the highest number of vessels", never "the highest vessels")."""
         phrase = self.lex.prop(label, prop)
-        head = phrase.split(" in ")[0].split()[-1].lower()
+        head = phrase.split(" in ")[0].split(" of ")[0].split()[-1].lower()  # "years of training": years
         plural = len(head) > 3 and head.endswith("s") and not head.endswith(("ss", "us", "is", "ics"))
         spec = (self._props.get(label) or self._rel_props[label])[prop]  # a label's or a relationship's
         if plural and spec.type == "int" and not phrase.lower().startswith(("number of", "count of")):

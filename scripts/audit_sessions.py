@@ -319,7 +319,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                 if prop:
                     owner, pspec = _prop_spec(spec, prop, t.gold_cypher)
                     phrase = lex[s.world].prop(owner or "", prop)
-                    last = phrase.split(" in ")[0].split()[-1].lower()  # the head noun
+                    last = phrase.split(" in ")[0].split(" of ")[0].split()[-1].lower()  # the head noun ("years of training")
                     if _plural_word(last) and not phrase.startswith(("number of", "count of")) and re.search(r"\b" + _AGG_ADJ + r" " + re.escape(phrase) + r"\b", text, re.I):
                         bad = True
                 hit("ungrammatical_aggregate", bad, tag)
