@@ -122,3 +122,17 @@ def test_a_ranking_drops_nulls_only_where_its_filter_does_not_already():
     assert "AND NOT coalesce(n1.depth > 50, false) AND n1.depth IS NOT NULL\nWITH n1 ORDER BY" in pivot.cypher
     by_size = chain.top_k(deep, "name", "size", False, 3)
     assert "AND n1.depth > 50 AND n1.size IS NOT NULL\nWITH n1 ORDER BY n1.size ASC LIMIT 3" in by_size.cypher
+
+
+def test_count_like_properties_read_as_a_number_of_in_aggregates():
+    """"the highest years of training" is not English: a whole-number property whose head noun is a
+    plural ("years" of "years of training", "vessels") is said "number of ..."; a singular head is not
+    ("year of death"), nor a phrase that already says it ("number of seals")."""
+    from benchmark.builder import WorldBuilder
+    from graphs.spec import get_spec
+
+    archive = WorldBuilder(get_spec("arcane_archive"), executor=None)
+    assert archive.agg_prop("TRAINED_AT", "years") == "number of years of training"
+    assert archive.agg_prop("Author", "died_year") == "year of death"
+    court = WorldBuilder(get_spec("celestial_court"), executor=None)
+    assert court.agg_prop("PROCLAIMED", "seal_count") == "number of seals"
