@@ -21,11 +21,38 @@ QUERY = "MATCH (p:Province) RETURN count(p) AS n"
 NOT_A_STRUCTURE = b"\x00\x02\x70\x70\x00\x00"  # one chunk of two bytes, then the end-of-message marker
 
 
-class CorruptingProxy:
-    """Forwards to the real server; on the first connection the server's ``nth`` reply after the version
-    handshake (``nth`` = 3: the first one after HELLO and LOGON) is replaced by ``NOT_A_STRUCTURE``."""
+def _varint(buf: bytes, at: int) -> tuple[int, int] | None:
+    value = shift = 0
+    while at < len(buf):
+        byte = buf[at]
+        value, shift, at = value | (byte & 0x7F) << shift, shift + 7, at + 1
+        if not byte & 0x80:
+            return value, at
+    return None
 
-    def __init__(self, upstream: int, nth: int = 3):
+
+def _handshake_length(buf: bytes) -> int:
+    """Bytes of the server's handshake reply at the start of ``buf`` (0: not all there yet): four bytes of
+    a chosen version, or Bolt's manifest (0x000001FF, a varint count of 4-byte versions, varint
+    capabilities) that drivers since 5.7 negotiate."""
+    if len(buf) < 4:
+        return 0
+    if buf[:4] != b"\x00\x00\x01\xff":
+        return 4
+    count = _varint(buf, 4)
+    if count is None or len(buf) < count[1] + 4 * count[0]:
+        return 0
+    caps = _varint(buf, count[1] + 4 * count[0])
+    return 0 if caps is None else caps[1]
+
+
+class CorruptingProxy:
+    """Forwards to the real server; on the first connection the server's message number ``nth`` (counted
+    from 0 after the version handshake; 0 and 1 answer HELLO and LOGON, so 2 is the first one of the
+    query) is replaced by ``NOT_A_STRUCTURE``. Messages are counted by Bolt's chunking (a two-byte size
+    before each chunk, a zero size ending a message), so TCP segmentation cannot move the corruption."""
+
+    def __init__(self, upstream: int, nth: int = 2):
         self.upstream, self.nth = upstream, nth
         self.connections = self.corrupted = 0
         self._sock = socket.create_server(("127.0.0.1", 0))
@@ -40,26 +67,51 @@ class CorruptingProxy:
                 return
             self.connections += 1
             server = socket.create_connection(("127.0.0.1", self.upstream))
-            threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, self.connections == 1), daemon=True).start()
+            threading.Thread(target=self._forward, args=(client, server), daemon=True).start()
+            reply = self._corrupt if self.connections == 1 else self._forward
+            threading.Thread(target=reply, args=(server, client), daemon=True).start()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket, corrupt: bool) -> None:
-        n = -1  # reply -1 is the 4-byte version handshake
+    @staticmethod
+    def _close(*socks: socket.socket) -> None:
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _forward(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
-                n += 1
-                if corrupt and n == self.nth:
-                    self.corrupted += 1
-                    data = NOT_A_STRUCTURE
                 dst.sendall(data)
         except OSError:
             pass
         finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            self._close(src, dst)
+
+    def _corrupt(self, src: socket.socket, dst: socket.socket) -> None:
+        buf, message, index, handshake = b"", b"", 0, True
+        try:
+            while data := src.recv(65536):
+                buf += data
+                out = b""
+                if handshake and (n := _handshake_length(buf)):
+                    out, buf, handshake = buf[:n], buf[n:], False
+                while not handshake and len(buf) >= 2:
+                    size = int.from_bytes(buf[:2], "big")
+                    if len(buf) < 2 + size:
+                        break
+                    message, buf = message + buf[:2 + size], buf[2 + size:]
+                    if size == 0:  # end of one message
+                        if index == self.nth:
+                            self.corrupted += 1
+                            message = NOT_A_STRUCTURE
+                        out, message, index = out + message, b"", index + 1
+                if out:
+                    dst.sendall(out)
+        except OSError:
+            pass
+        finally:
+            self._close(src, dst)
 
     def close(self) -> None:
         self._sock.close()
