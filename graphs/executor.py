@@ -15,8 +15,9 @@ or a ``QueryError`` with one of these kinds:
 Read-only by independent guards: a lexical deny list (``graphs.cypher_guard``, which lexes as Neo4j
 does); the ``EXPLAIN`` plan, which must report query type ``r`` and hold only operators on
 ``READ_OPERATORS`` (no Show*/Terminate*/LoadCSV operators, procedure calls only to the schema
-allow-list), a check that does not depend on the lexer; and a READ-mode transaction that is always
-rolled back. The plan verdict is cached per query text. Rows are capped by fetching at most ``max_rows + 1`` records (the query text is
+allow-list), a check that does not depend on the lexer; and a READ-access-mode auto-commit transaction,
+in which the server itself refuses any write (a test switches the first two off and the write is still
+refused). The plan verdict is cached per query text. Rows are capped by fetching at most ``max_rows + 1`` records (the query text is
 never rewritten) and ``truncated`` says whether more existed. Values are normalized by
 ``graphs.values.normalize``. Only infrastructure failures (connection refused or dropped, transient
 server errors, a reply the driver cannot decode) are retried, with exponential backoff, on a new connection.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import re
 import threading
 import time
@@ -188,27 +190,58 @@ def _raised_in_driver(exc: BaseException) -> bool:
     return last is not None and last.tb_frame.f_code.co_filename.startswith(_DRIVER_DIR)
 
 
+class _DeadlineWorkers:
+    """Daemon threads that run query attempts for callers who wait with a deadline.
+
+    A thread per query cost more than the query itself on a one-hop read; these threads are reused. A
+    caller whose deadline passes leaves its attempt to the worker (the server-side timeout ends the
+    transaction) and the next caller gets another idle worker or a new one; the abandoned worker rejoins
+    the idle set when its attempt ends. Daemon threads never hold up interpreter exit (a thread stuck in
+    the driver would hang it). At most ``max_idle`` idle workers are kept; the others end."""
+
+    def __init__(self, max_idle: int = 64):
+        self.max_idle = max_idle
+        self._idle: list[queue.SimpleQueue] = []
+        self._lock = threading.Lock()
+
+    def run(self, fn, seconds: float):
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), daemon=True, name="cypher-query").start()
+        outcome: dict = {}
+        done = threading.Lock()  # released by the worker: lighter than an Event on the hot path
+        done.acquire()
+        inbox.put((fn, outcome, done))
+        if not done.acquire(timeout=seconds):
+            raise FutureTimeout()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    def _serve(self, inbox: queue.SimpleQueue) -> None:
+        while True:
+            fn, outcome, done = inbox.get()
+            try:
+                outcome["value"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
+                outcome["error"] = exc
+            finally:
+                done.release()
+            fn = outcome = done = None  # an idle worker must not keep the attempt's result alive
+            with self._lock:
+                if len(self._idle) >= self.max_idle:
+                    return
+                self._idle.append(inbox)
+
+
+_workers = _DeadlineWorkers()
+
+
 def _with_deadline(fn, seconds: float):
-    """fn() on a daemon thread; FutureTimeout after ``seconds``. The thread is abandoned then (the
-    server-side timeout ends its transaction) and, being a daemon, can never hold up interpreter exit
-    (a pool's worker threads are joined at exit, and a thread stuck in the driver would hang it)."""
-    outcome: dict = {}
-    done = threading.Event()
-
-    def target():
-        try:
-            outcome["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=target, daemon=True, name="cypher-query").start()
-    if not done.wait(seconds):
-        raise FutureTimeout()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    """fn() on a reusable daemon worker; FutureTimeout after ``seconds`` (the attempt is abandoned then)."""
+    return _workers.run(fn, seconds)
 
 
 class SafeExecutor:
@@ -266,12 +299,12 @@ class SafeExecutor:
         return text
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _plan_verdict(self, tx, target, query: str, params: dict) -> str:
+    def _plan_verdict(self, session, target, query: str, params: dict, timeout: float) -> str:
         """"" when EXPLAIN shows a plain read (query type r, allowed operators only), else the reason."""
         key = (target.uri, target.database, query)
         verdict = self._verdicts.get(key)
         if verdict is None:
-            summary = tx.run("EXPLAIN " + query, params).consume()
+            summary = session.run(neo4j.Query("EXPLAIN " + query, timeout=timeout), params).consume()
             verdict = plan_refusal(summary.plan) or ""
             if not verdict and summary.query_type != "r":
                 verdict = (f"the query is not read-only (Neo4j reports query type {summary.query_type!r}); "
@@ -285,44 +318,42 @@ class SafeExecutor:
         begun = streaming = False
         t0 = time.perf_counter()
         try:
+            # An auto-commit transaction in READ access mode: the server refuses any write in it, so it needs
+            # no rollback (one round trip less than BEGIN ... ROLLBACK); rows past the cap are discarded
+            # when the session closes.
             with drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS,
                              fetch_size=max_rows + 1) as session:
-                tx = session.begin_transaction(timeout=timeout)
                 begun = True
                 try:
-                    try:
-                        verdict = self._plan_verdict(tx, target, query, params)
-                    except Neo4jError as exc:
-                        failure = _classify(exc, timeout)
-                        if failure.kind == "syntax":
-                            failure.message = _unprefixed(failure.message)
-                        raise failure from None
-                    if verdict:
-                        raise _Failure("refused", verdict)
-                    result = tx.run(query, params)
-                    columns = list(result.keys())
-                    rows: list[list[Any]] = []
-                    total = 0
-                    truncated = False
-                    for record in result:
-                        streaming = True
-                        if len(rows) == max_rows:
-                            truncated = True
-                            break
-                        row = [normalize(v) for v in record.values()]
-                        for col, value in zip(columns, row):
-                            size = _approx_size(value)
-                            if size > self.max_value_bytes:
-                                raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
-                                                            f"is about {size} bytes; the cap is {self.max_value_bytes}")
-                            total += size
-                        if total > self.max_result_bytes:
-                            raise _Failure("too_large", f"the result is over {self.max_result_bytes} bytes "
-                                                        f"after {len(rows)} rows")
-                        rows.append(row)
-                finally:
-                    if not tx.closed():
-                        tx.rollback()
+                    verdict = self._plan_verdict(session, target, query, params, timeout)
+                except Neo4jError as exc:
+                    failure = _classify(exc, timeout)
+                    if failure.kind == "syntax":
+                        failure.message = _unprefixed(failure.message)
+                    raise failure from None
+                if verdict:
+                    raise _Failure("refused", verdict)
+                result = session.run(neo4j.Query(query, timeout=timeout), params)
+                columns = list(result.keys())
+                rows: list[list[Any]] = []
+                total = 0
+                truncated = False
+                for record in result:
+                    streaming = True
+                    if len(rows) == max_rows:
+                        truncated = True
+                        break
+                    row = [normalize(v) for v in record.values()]
+                    for col, value in zip(columns, row):
+                        size = _approx_size(value)
+                        if size > self.max_value_bytes:
+                            raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
+                                                        f"is about {size} bytes; the cap is {self.max_value_bytes}")
+                        total += size
+                    if total > self.max_result_bytes:
+                        raise _Failure("too_large", f"the result is over {self.max_result_bytes} bytes "
+                                                    f"after {len(rows)} rows")
+                    rows.append(row)
         except _Failure:
             raise
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
