@@ -63,9 +63,6 @@ AMBIGUITY_RATE = 0.2  # of the turns whose family has an ambiguous wording (abou
 BACKREF_RATE = 0.3  # after a topic shift, share of chain turns that go back to the set before it
 GROUPED_RATE = 0.35  # of AGG_COUNT turns on a set with a categorical property: "how many for each ..."
 MIN_RATE = 0.4  # of AGG_MAX turns: the minimum instead
-# the phenomenon a minimum is labelled with: its own where the session format declares one (a turn's
-# label names the aggregate its gold uses), else the paper's AGG_MAX, whose other extreme it is
-MIN_LABEL = "AGG_MIN" if "AGG_MIN" in PHENOMENA else "AGG_MAX"
 TOP_K_RATE = 0.25  # of THRESHOLD turns: a cut by rank ("the three ... with the most ...") instead of a value
 NUMBER_WORDS = {2: "two", 3: "three", 5: "five"}
 STAT_WORDS = {"max": "highest", "min": "lowest", "avg": "average", "sum": "total"}
@@ -393,9 +390,8 @@ class WorldBuilder:
             if props:
                 prop = rng.choice(props)
                 fn = chain.AGGREGATES[phen]
-                if fn == "max" and rng.random() < MIN_RATE:
+                if fn == "max" and rng.random() < MIN_RATE:  # the other extreme, still the paper's AGG_MAX
                     fn = "min"
-                    slots["label"] = MIN_LABEL
                 forward = rel.target == label and rel.source == base.origin or rel.symmetric
                 slots.update(prop=self.agg_prop(rel.type, prop), stat=STAT_WORDS[fn], family="AGG_EDGE",
                              prev_noun=self.lex.noun(base.origin), link=self.link_phrase(rel, forward))
@@ -411,7 +407,7 @@ class WorldBuilder:
             fn = None
             if phen == "AGG_MAX" and rng.random() < MIN_RATE:  # the other extreme: the minimum
                 fn = "min"
-                slots.update(family="AGG_MIN", label=MIN_LABEL)
+                slots.update(family="AGG_MIN")  # its own wording; the label stays AGG_MAX, the paper's for either extreme
             return (chain.aggregate_numeric(base, phen, prop, fn), slots, False,
                     chain.aggregate_numeric(uni, phen, prop, fn))
         if phen in ("FILTER", "REFINE", "COMPOUND"):
@@ -656,7 +652,6 @@ class WorldBuilder:
         slots["back"] = back
         ambiguity = None
         family = slots.pop("family", phen)  # a variant's own wording (AGG_MIN, FILTER_FLAG ...)
-        label = slots.pop("label", phen)  # ... and its own phenomenon where it has one (MIN_LABEL)
         if family == phen and f"{phen}_AMBIGUOUS" in templates.FAMILIES and rng.random() < AMBIGUITY_RATE:
             ambiguity = {"utterance": self.render(f"{phen}_AMBIGUOUS", persona, slots, rng, index),
                          "clarification": templates.clarification(f"{phen}_AMBIGUOUS", slots)}
@@ -666,8 +661,8 @@ class WorldBuilder:
             size = len(self.members(base_state.set)) if phen != "CONTRAST" else None
             if not r.rows or (size is not None and len(r.rows) >= size):
                 raise GateFailure("strict_subset")
-        turn = self._turn(index, text, step, r, label, base_state.turn, ambiguity)
-        new_state = _State(step.new_set, index, label) if step.new_set is not None else \
+        turn = self._turn(index, text, step, r, phen, base_state.turn, ambiguity)
+        new_state = _State(step.new_set, index, phen) if step.new_set is not None else \
             _State(base_state.set, base_state.turn, base_state.phenomenon)
         return turn, new_state
 

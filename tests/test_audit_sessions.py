@@ -109,15 +109,16 @@ def test_reviewer_defects_of_the_second_pass_are_counted():
 
 
 def test_reviewer_defects_of_the_third_pass_are_counted():
-    """A plural noun before "record", a minimum labelled AGG_MAX, a WITH DISTINCT on a variable that
+    """A plural noun before "record", an average labelled AGG_SUM (a minimum under AGG_MAX is the
+    paper's label for either extreme, not a mismatch), a WITH DISTINCT on a variable that
     already binds each node once, a pivot back to the anchor's kind, and a back-reference to "the
     colonies from earlier" when a later turn listed colonies too."""
     guild = "MATCH (a_n1:Guild {name: 'Kaezhirk Guild'})-[:TRADES]->(n1:Pearl)"
     turns = [
         _turn(0, "Retrieve every pearls record traded by Kaezhirk Guild.", guild + "\nRETURN DISTINCT n1.name AS name",
               ["name"], [["P1"], ["P2"], ["P3"]], "OPENING", None),
-        _turn(1, "Smallest weight in carats of those pearls?", guild + "\nWITH DISTINCT n1\nRETURN min(n1.carats) AS "
-              "min_carats", ["min_carats"], [[2.5]], "AGG_MAX", 0, mode="agg_numeric"),
+        _turn(1, "Average weight in carats of those pearls?", guild + "\nWITH DISTINCT n1\nRETURN avg(n1.carats) AS "
+              "avg_carats", ["avg_carats"], [[2.5]], "AGG_SUM", 0, mode="agg_numeric"),
         _turn(2, "Only the pearls with color white.", guild + "\nWITH DISTINCT n1\nWHERE n1.color = 'white'\n"
               "RETURN DISTINCT n1.name AS name", ["name"], [["P1"], ["P2"]], "FILTER", 0),
         _turn(3, "And of those, only the ones worth more than 500 shells.",
