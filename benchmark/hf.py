@@ -219,7 +219,7 @@ and counted in `stats.md`):
 - a listed result is never a set the session already listed, and a turn that goes back past a topic
   shift never names a set of the same kind as the current one;
 - thresholds are round numbers (as people say them) that still split the set; sums run only over
-  properties the world spec marks additive, max/avg only over comparable ones; a symmetric
+  properties the world spec marks additive, max/min/avg only over comparable ones; a symmetric
   relationship (an alliance) is read in both directions; a contrast never complements a contrast.
 """
 
@@ -294,7 +294,10 @@ def render_card(sessions: list[Session], manifest: dict) -> str:
         "text), and executes every gold query through the read-only safe executor to record the gold "
         "result. The same seed rebuilds a byte-identical dataset. An optional LLM rewrite pass may "
         "restyle utterances for naturalness; a rewrite is kept only if it preserves every entity name "
-        "and value verbatim.",
+        "and value verbatim. The `train` and `test` splits draw their wordings (lead-ins, phrasings, "
+        "persona phrases) from disjoint pools, so a model trained on `train` cannot score on `test` by "
+        "recognising phrasings. Phenomenon labels are the paper's 13: a minimum is labelled `AGG_MAX`, "
+        "the extreme-value phenomenon.",
         "",
         "## Verification gates",
         "",
