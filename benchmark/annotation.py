@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from benchmark.session import Session, Turn
 from graphs import executor as _executor
+from graphs.errors import InputError
 
 DECISIONS = ("accept", "revise", "reject")
 REVIEW_COLUMNS = ("decision", "revised_cypher", "comment")
@@ -35,7 +36,7 @@ SHEET_COLUMNS = ("session_id", "world", "persona", "turn_index", "phenomenon", "
 PREVIEW_ROWS = 5
 
 
-class ReviewError(ValueError):
+class ReviewError(InputError):
     """A review sheet that cannot be merged; the message names the file and row."""
 
 

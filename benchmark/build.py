@@ -20,6 +20,7 @@ from graphs.executor import SafeExecutor
 from graphs.generator import generate
 from graphs.loader import read_summary
 from graphs.spec import all_specs, get_spec
+from graphs.errors import CypherTurnError
 
 SPLITS = {"test": "benchmark", "train": "training"}
 DEFAULT_SESSIONS = {"test": 721, "train": 2000}
@@ -27,7 +28,7 @@ DEFAULT_SEED = {"test": 20260, "train": 777}
 FORMAT_VERSION = 1
 
 
-class BuildError(RuntimeError):
+class BuildError(CypherTurnError, RuntimeError):
     """The build cannot run: Neo4j unreachable, a world missing or not the generated one."""
 
 

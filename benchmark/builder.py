@@ -56,6 +56,7 @@ from benchmark.session import PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, Session, 
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.generator import Graph, generate
 from graphs.spec import RelationshipSpec, WorldSpec
+from graphs.errors import CypherTurnError, InfrastructureError
 
 MAX_SET = 60  # largest listed result kept
 MIN_OPENING = 2  # an opening lists at least this many entities
@@ -87,11 +88,11 @@ WEIGHTS = {"EXPAND": 10, "RECURSE": 24, "PIVOT": 8, "AGG_COUNT": 6, "AGG_MAX": 5
            "FILTER": 8, "REFINE": 24, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
 
 
-class BuildUnavailable(RuntimeError):
+class BuildUnavailable(InfrastructureError):
     """Neo4j stopped answering during a build: infrastructure, never a gate failure."""
 
 
-class GateFailure(Exception):
+class GateFailure(CypherTurnError):
     def __init__(self, gate: str, detail: str = ""):
         super().__init__(f"{gate}: {detail}")
         self.gate = gate

@@ -16,9 +16,10 @@ import time
 import urllib.error
 import urllib.request
 from typing import Any
+from graphs.errors import InfrastructureError
 
 
-class ChatError(RuntimeError):
+class ChatError(InfrastructureError):
     """The endpoint gave no usable completion; ``transient`` says whether retries were exhausted."""
 
     def __init__(self, message: str, *, transient: bool):

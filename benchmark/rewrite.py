@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
 from benchmark.openai_chat import ChatError, OpenAIChat
+from graphs.errors import CypherTurnError
 
 MAX_LENGTH_RATIO = 3  # a rewrite longer than this many times the template has wandered off
 
@@ -69,7 +70,7 @@ class Rewriter(Protocol):
     def rewrite(self, utterance: str, persona: str) -> str: ...
 
 
-class RewriteError(RuntimeError):
+class RewriteError(CypherTurnError, RuntimeError):
     """A backend could not produce a rewrite (after its retries)."""
 
 

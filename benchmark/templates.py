@@ -54,9 +54,10 @@ import re
 from typing import Iterable, Mapping
 
 from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
+from graphs.errors import CypherTurnError
 
 
-class TemplateError(ValueError):
+class TemplateError(CypherTurnError, ValueError):
     """Unknown family or persona, a missing slot, or a placeholder left unfilled."""
 
 

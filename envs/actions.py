@@ -34,6 +34,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+from graphs.errors import CypherTurnError
 
 EXECUTE = "EXECUTE_CYPHER"
 INSPECT = "INSPECT_SCHEMA"
@@ -75,7 +76,7 @@ _LINE = re.compile(r"^[ \t>*`#-]*(?:action\s*:\s*)?(EXECUTE_CYPHER|INSPECT_SCHEM
 _FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```\s*$", re.S)
 
 
-class JSONTooDeep(ValueError):
+class JSONTooDeep(CypherTurnError, ValueError):
     """Model-written JSON nested deeper than MAX_JSON_DEPTH."""
 
 

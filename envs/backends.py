@@ -20,9 +20,10 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
+from graphs.errors import InfrastructureError
 
 
-class BackendError(RuntimeError):
+class BackendError(InfrastructureError):
     """The model could not be reached or failed to answer: infrastructure, never scored as a model error."""
 
 

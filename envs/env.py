@@ -42,6 +42,7 @@ from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.executor import SafeExecutor
 from graphs.schema import introspect
 from graphs.search import SearchError, SearchUnavailable, search_values
+from graphs.errors import InfrastructureError
 
 PROTOCOLS = ("guided", "agentic")
 VARIANTS = (None, "persistent_schema", "disclosed_horizon", "budget_encouraging")
@@ -58,7 +59,7 @@ def sanitize(text: str) -> str:
 RESET_ATTEMPTS, RESET_BACKOFF_S = 4, 2.0  # reset reads the schema: 2 + 4 + 8 s of patience for an outage
 
 
-class EnvUnavailable(RuntimeError):
+class EnvUnavailable(InfrastructureError):
     """Neo4j could not be reached by ``reset`` after retries: infrastructure, not the agent's doing."""
 
 

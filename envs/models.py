@@ -22,12 +22,13 @@ import importlib.util
 import os
 import tempfile
 from pathlib import Path
+from graphs.errors import CypherTurnError
 
 TINY = {"tiny-llama": "llama", "tiny-qwen2": "qwen2"}
 ALIASES = ("smollm2-135m", *TINY)
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(CypherTurnError, RuntimeError):
     """A model name that is neither an alias, a loadable directory nor a cached hub id."""
 
 

@@ -74,15 +74,12 @@ from typing import Any, Callable, Iterable
 from benchmark.session import Session
 from envs import prompts
 from envs.env import PROTOCOLS, CypherTurnEnv, load_dataset
+from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")
 TURN_OVER = ("[The turn is over: your answer for this question is recorded. Do not call more tools; "
              "end your response.]")
 LAST_ACTION = "[That was your last action for this question: the turn is over.]"
-
-
-class InfrastructureError(RuntimeError):
-    """Neo4j could not score the turn (unreachable, not a wrong answer)."""
 
 
 def _call_text(name: str, arguments: dict[str, Any]) -> str:

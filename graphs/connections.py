@@ -30,9 +30,10 @@ import neo4j
 import yaml
 
 from graphs import server
+from graphs.errors import InputError
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """The external Neo4j configuration is malformed or does not cover a world."""
 
 

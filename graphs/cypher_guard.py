@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from graphs.errors import CypherTurnError
 
 # Procedures a read-only agent may call: schema discovery only.
 ALLOWED_PROCEDURES = ("db.labels", "db.relationshipTypes", "db.propertyKeys", "db.schema.visualization",
@@ -57,11 +58,11 @@ _TOKEN = re.compile(rf"""
 """, re.VERBOSE | re.DOTALL)
 
 
-class GuardRefusal(ValueError):
+class GuardRefusal(CypherTurnError, ValueError):
     """The query is not a plain read; the message names the offending construct."""
 
 
-class InvalidEscape(ValueError):
+class InvalidEscape(CypherTurnError, ValueError):
     """A ``\\u`` escape Neo4j cannot read (Neo4j answers a syntax error); the message says where."""
 
 

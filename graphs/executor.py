@@ -41,6 +41,7 @@ from neo4j.exceptions import (ClientError, DatabaseError, DriverError, Neo4jErro
 
 from graphs import connections
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
+from graphs.errors import CypherTurnError
 from graphs.lru import LRUCache
 from graphs.spec import get_spec
 from graphs.values import normalize
@@ -79,7 +80,7 @@ class QueryResult:
         return d
 
 
-class _Failure(Exception):
+class _Failure(CypherTurnError):
     """Internal: a classified failure of one attempt."""
 
     def __init__(self, kind: str, message: str, retry: bool = False):

@@ -16,11 +16,12 @@ from graphs import connections
 from graphs.checksum import graph_checksum
 from graphs.generator import Graph, generate
 from graphs.spec import WorldSpec
+from graphs.errors import CypherTurnError
 
 BATCH = 2000
 
 
-class LoadError(RuntimeError):
+class LoadError(CypherTurnError, RuntimeError):
     """A world could not be loaded, or the database did not hold the graph afterwards."""
 
 

@@ -20,15 +20,16 @@ from dataclasses import dataclass
 
 from graphs.executor import executor
 from graphs.schema import introspect
+from graphs.errors import InfrastructureError, InputError
 
 MAX_QUERY_CHARS = 200
 
 
-class SearchError(ValueError):
+class SearchError(InputError):
     """Bad SEARCH_VALUES input: unknown label or property, empty or oversized query."""
 
 
-class SearchUnavailable(RuntimeError):
+class SearchUnavailable(InfrastructureError):
     """The database could not answer the search (infrastructure, not the caller's input)."""
 
 

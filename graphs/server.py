@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from graphs.errors import InfrastructureError
 
 NEO4J_VERSION = "5.26.24"  # keep equal to graphs/jvm/pom.xml
 DEFAULT_BASE_PORT = 17687
@@ -36,7 +37,7 @@ MAIN_CLASS = "cypherturn.EmbeddedServer"
 WATCHDOG_GRACE_S = 5.0  # a transaction this long past its timeout is ended by the JVM's watchdog
 
 
-class ServerError(RuntimeError):
+class ServerError(InfrastructureError):
     """The local Neo4j could not be built, started or stopped; the message says why."""
 
 

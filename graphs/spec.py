@@ -71,12 +71,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from graphs.errors import InputError
 
 SPLITS = ("benchmark", "training")
 TYPES = ("string", "int", "float", "bool", "date")
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """A world spec is malformed; the message names the world and the offending entry."""
 
 

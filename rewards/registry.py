@@ -31,6 +31,7 @@ import inspect
 import math
 from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable
+from graphs.errors import InputError
 
 ENTRY_POINT_GROUP = "cypherturn.rewards"
 
@@ -56,7 +57,7 @@ FACTORIES: dict[str, tuple[str, str, dict]] = {
 PAPER_REWARDS = ("format", "answer", "key_value", "triple")
 
 
-class RewardSpecError(ValueError):
+class RewardSpecError(InputError):
     """A reward spec that does not name a usable reward function."""
 
 

@@ -61,6 +61,7 @@ from benchmark.metrics.psjs import (PROVENANCE_MAX_ROWS, InfrastructureError, Pr
                                     psjs_from_provenance)
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.lru import LRUCache
+from graphs.errors import InputError
 
 __all__ = ["Judge", "JudgeLimits", "Pair", "Verdict", "GoldCache", "GoldEntry", "GoldQueryError",
            "InfrastructureError", "compare", "same_text", "shared_judge", "TRUNCATION_RULE"]
@@ -69,7 +70,7 @@ TRUNCATION_RULE = ("a result cut at the row cap is never equal to another result
                    "unless the prediction's text is the gold's (then EX 1, not run)")
 
 
-class GoldQueryError(ValueError):
+class GoldQueryError(InputError):
     """The gold query itself failed (not an infrastructure error): the pair cannot be scored."""
 
 

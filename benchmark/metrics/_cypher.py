@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphs.cypher_guard import _TOKEN  # the guard's token grammar, reused with offsets
+from graphs.errors import CypherTurnError
 
 CLAUSE_KEYWORDS = frozenset({"MATCH", "OPTIONAL", "WITH", "RETURN", "UNWIND", "CALL", "UNION", "FINISH",
                              "LOAD", "USE", "CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE",
@@ -24,7 +25,7 @@ SUBQUERY_EXPRESSIONS = frozenset({"EXISTS", "COUNT", "COLLECT"})  # KEYWORD { ..
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
-class CypherParseError(ValueError):
+class CypherParseError(CypherTurnError, ValueError):
     """The text could not be split into clauses (unbalanced brackets, unexpected structure)."""
 
 

@@ -41,16 +41,13 @@ from typing import Callable
 
 from benchmark.metrics._cypher import (CypherParseError, find_top, is_keyword, parse,
                                        projection_is_aggregating, split_clauses, split_union)
+from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
 
 __all__ = ["rewrite_provenance", "jaccard", "provenance", "psjs", "psjs_from_provenance", "PSJSResult", "Provenance",
            "InfrastructureError", "PROV_COLUMN"]
 
 PROV_COLUMN = "__ct_prov"
 PROVENANCE_MAX_ROWS = 1_000_000
-
-
-class InfrastructureError(RuntimeError):
-    """The database could not be reached (error kind ``unavailable``): no verdict on the query."""
 
 
 def jaccard(a: set | frozenset, b: set | frozenset) -> float:
