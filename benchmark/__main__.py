@@ -124,14 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="leaderboard, per-slice tables, significance and figures over runs")
     r.add_argument("runs", nargs="+", help="run directories written by python -m envs.evaluate")
     r.add_argument("--out", default="reports/latest", help="output directory (default reports/latest)")
-    from benchmark.score import add_score_command
+    from scoring.score import add_score_command
 
     add_score_command(sub, COMMANDS)  # registers "score" and maps it to cmd_score
     return p
 
 
 def cmd_report(args) -> int:
-    from benchmark.report import write_report
+    from scoring.report import write_report
 
     path = write_report(args.runs, args.out)
     print(f"wrote {path} and its figures")

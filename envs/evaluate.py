@@ -198,7 +198,7 @@ def run(args) -> dict:
                     f.result()
     play_s = time.perf_counter() - t0
     records = [r for r in read_records(traj) if r["session_id"] in {s.id for s in sessions}]
-    from benchmark.summary import summarize, write_report
+    from scoring.summary import summarize, write_report
 
     t1 = time.perf_counter()
     metrics = summarize(records, psjs=not args.no_psjs)

@@ -37,7 +37,7 @@ Options as keyword arguments (``make_execution_reward(exec_credit=0.1, timeout=3
 (``retries``, ``backoff``).
 
 PSJS (``make_partial_reward("psjs")``, built-in ``partial_psjs``): the provenance subgraph Jaccard
-similarity of ``benchmark.metrics.psjs`` (the element ids the two queries' patterns bind), with the same
+similarity of ``scoring.metrics.psjs`` (the element ids the two queries' patterns bind), with the same
 batching, gold caching (of the gold's provenance), failure and infrastructure rules
 (``Judge.psjs_batch``: provenance queries only); it needs the gold query (a stored result has no
 provenance).
@@ -45,7 +45,7 @@ provenance).
 Row-level F1 (``row_f1``): columns are aligned by name when the predicted columns include every gold
 column name, otherwise each gold column takes the unused predicted column whose values overlap it most
 (ties to the leftmost); a gold column left without a partner makes every row differ. Rows are then
-compared as multisets of canonical values (``benchmark.metrics.ex.canonical``; floats rounded to 12
+compared as multisets of canonical values (``scoring.metrics.ex.canonical``; floats rounded to 12
 significant digits): precision = common / predicted rows, recall = common / gold rows, F1 their
 harmonic mean; both empty -> 1.0, one empty -> 0.0. Order is ignored.
 """
@@ -93,7 +93,7 @@ def _round(value: tuple) -> tuple:
 
 
 def _canon(value: Any) -> tuple:
-    from benchmark.metrics.ex import canonical
+    from scoring.metrics.ex import canonical
 
     return _round(canonical(value))
 
@@ -334,7 +334,7 @@ def make_execution_reward(mode: str = "strict", **kwargs: Any) -> ExecutionRewar
 def make_partial_reward(metric: str = "f1", **kwargs: Any) -> ExecutionReward:
     """Partial credit in [0, 1]: ``metric="f1"``, row-level F1 of the ``<answer>`` query's result
     against the gold's (``row_f1``); ``metric="psjs"``, the provenance subgraph Jaccard similarity
-    (``benchmark.metrics.psjs``: the graph elements the two queries' patterns bind). A failed or
+    (``scoring.metrics.psjs``: the graph elements the two queries' patterns bind). A failed or
     missing query scores ``failure_score``; an unreachable database raises. Options as for
     ``make_execution_reward``."""
     if metric not in ("f1", "psjs"):

@@ -1,8 +1,8 @@
 """The one judge of a (gold, prediction) pair: EX strict, EX relaxed and PSJS on the real Neo4j.
 
 Every place that decides whether a turn was answered calls this module: the environment's turn
-reward (``envs.env.CypherTurnEnv``), ``python -m benchmark score`` (``benchmark.score.score_pair``),
-the execution rewards (``rewards.execution``) and the run summary's PSJS (``benchmark.summary``).
+reward (``envs.env.CypherTurnEnv``), ``python -m benchmark score`` (``scoring.score.score_pair``),
+the execution rewards (``rewards.execution``) and the run summary's PSJS (``scoring.summary``).
 So the reward that training optimises and the EX that the evaluator reports are the same number.
 
 ``Judge(limits)`` owns, for its ``JudgeLimits``: one ``SafeExecutor`` per world (and one with room
@@ -45,7 +45,7 @@ Rules (the same for every caller):
   on its own (``limits.retry_timeouts``), so that the batch's own crowding of the server is not
   charged to the model; a truly slow query times out again.
 - **Ordering.** Rows are compared in order when the gold's final RETURN has ORDER BY
-  (``benchmark.metrics.ex.is_ordered``), else as multisets.
+  (``scoring.metrics.ex.is_ordered``), else as multisets.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
-from benchmark.metrics.ex import ex_strict, is_ordered
-from benchmark.metrics.ex_relaxed import ex_relaxed
-from benchmark.metrics.psjs import (PROVENANCE_MAX_ROWS, InfrastructureError, Provenance, PSJSResult, provenance,
+from scoring.metrics.ex import ex_strict, is_ordered
+from scoring.metrics.ex_relaxed import ex_relaxed
+from scoring.metrics.psjs import (PROVENANCE_MAX_ROWS, InfrastructureError, Provenance, PSJSResult, provenance,
                                     psjs_from_provenance)
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.lru import LRUCache

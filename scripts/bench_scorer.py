@@ -4,7 +4,7 @@ The pairs come from the default test build (``benchmark.build.default_dataset("t
 use): ``--golds`` gold queries are drawn at random (seeded), and each is scored against ``--pairs /
 --golds`` predictions: the gold itself and golds of other turns of the same world (as a model's
 near-misses would be, and as GRPO's several generations per prompt are). Every pair is scored by
-``benchmark.score.score_pair`` (EX strict, EX relaxed and, unless ``--no-psjs``, PSJS).
+``scoring.score.score_pair`` (EX strict, EX relaxed and, unless ``--no-psjs``, PSJS).
 
 A warm-up pass first runs every query once (so Neo4j's plan cache and the executor's EXPLAIN cache are
 equally warm for both measured passes); then the same pairs are scored without the cache
@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmark.build import default_dataset  # noqa: E402
-from benchmark.score import GoldCache, score_pair  # noqa: E402
+from scoring.score import GoldCache, score_pair  # noqa: E402
 from benchmark.session import read_sessions  # noqa: E402
 
 

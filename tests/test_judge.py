@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from benchmark.score import score_pair
+from scoring.score import score_pair
 from benchmark.session import Session, Turn
 from envs.env import CypherTurnEnv
 from envs.prompts import GUIDED_CAP

@@ -1,4 +1,4 @@
-"""``python -m benchmark score`` and ``benchmark.score.score_pair``."""
+"""``python -m benchmark score`` and ``scoring.score.score_pair``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from benchmark.score import GoldCache, GoldQueryError, add_score_command, cmd_score, score_pair
+from scoring.score import GoldCache, GoldQueryError, add_score_command, cmd_score, score_pair
 
 pytestmark = pytest.mark.neo4j
 

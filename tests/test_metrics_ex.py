@@ -2,15 +2,15 @@
 
 Pure cases compare hand-written result sets (the executor's normalized shape); DB cases run a
 (gold, prediction) pair of Cypher queries on the real ``ancient_empire`` world through the safe
-executor (``benchmark.score.score_pair``) and check both metrics.
+executor (``scoring.score.score_pair``) and check both metrics.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from benchmark.metrics.ex import canonical, ex_strict, is_ordered
-from benchmark.metrics.ex_relaxed import ex_relaxed, relaxed_column_match
+from scoring.metrics.ex import canonical, ex_strict, is_ordered
+from scoring.metrics.ex_relaxed import ex_relaxed, relaxed_column_match
 
 
 def node(labels, **props):
@@ -203,7 +203,7 @@ DB = [
 @pytest.mark.neo4j
 @pytest.mark.parametrize("case", DB, ids=[c[0] for c in DB])
 def test_db_cases(case):
-    from benchmark.score import score_pair
+    from scoring.score import score_pair
 
     _, gold, pred, strict, relaxed = case
     out = score_pair(W, gold, pred, with_psjs=False)

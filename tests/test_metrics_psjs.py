@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.metrics._cypher import CypherParseError
-from benchmark.metrics.psjs import (PROV_COLUMN, InfrastructureError, Provenance, jaccard, provenance, psjs,
+from scoring.metrics._cypher import CypherParseError
+from scoring.metrics.psjs import (PROV_COLUMN, InfrastructureError, Provenance, jaccard, provenance, psjs,
                                     psjs_from_provenance, rewrite_provenance)
 from graphs.executor import QueryError, QueryResult
 

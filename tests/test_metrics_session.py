@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.metrics.actions import action_usage, budget_exhaustion_rate, ex_excluding_cliff
-from benchmark.metrics.bleu import corpus_gleu, cypher_tokens, gleu_records, sentence_gleu
-from benchmark.metrics.breakdown import breakdown, breakdowns
-from benchmark.metrics.cer import cer, conditional_error_rate
-from benchmark.metrics.sem import sem, session_exact_match
-from benchmark.metrics.significance import bootstrap_ci, paired_bootstrap, rank_correlation
-from benchmark.metrics.tokens import clean_output, count_tokens, tokens_per_session
+from scoring.metrics.actions import action_usage, budget_exhaustion_rate, ex_excluding_cliff
+from scoring.metrics.bleu import corpus_gleu, cypher_tokens, gleu_records, sentence_gleu
+from scoring.metrics.breakdown import breakdown, breakdowns
+from scoring.metrics.cer import cer, conditional_error_rate
+from scoring.metrics.sem import sem, session_exact_match
+from scoring.metrics.significance import bootstrap_ci, paired_bootstrap, rank_correlation
+from scoring.metrics.tokens import clean_output, count_tokens, tokens_per_session
 
 PHEN = {"none": "OPENING", "expand": "EXPAND", "narrow": "FILTER", "topic_shift": "TOPIC_SHIFT",
         "aggregate": "AGG_COUNT", "contrast": "CONTRAST", "pivot": "PIVOT"}

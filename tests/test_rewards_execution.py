@@ -236,7 +236,7 @@ def test_psjs_partial_credit():
 def test_psjs_unreachable_database_raises(monkeypatch):
     monkeypatch.setenv("CYPHERTURN_NEO4J_URI", "bolt://127.0.0.1:1")
     monkeypatch.delenv("CYPHERTURN_NEO4J_CONFIG", raising=False)
-    from benchmark.metrics import psjs
+    from scoring.metrics import psjs
 
     monkeypatch.setattr(psjs, "_EXECUTORS", {})  # its executors were made for the real server
     with pytest.raises(RewardInfrastructureError):

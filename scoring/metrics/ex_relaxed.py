@@ -1,6 +1,6 @@
 """EX relaxed: the "more forgiving" execution accuracy reported beside strict EX (DESIGN §7).
 
-Differences from strict EX (``benchmark.metrics.ex``), everything else being the same (canonical
+Differences from strict EX (``scoring.metrics.ex``), everything else being the same (canonical
 values, rows as multisets unless the gold's final RETURN has ORDER BY, both empty -> 1):
 
 - **Column names are ignored.** Columns are matched by their value vectors instead: every gold column
@@ -32,7 +32,7 @@ import math
 from collections import Counter, defaultdict
 from typing import Any, Sequence
 
-from benchmark.metrics.ex import _check, canonical
+from scoring.metrics.ex import _check, canonical
 
 __all__ = ["ex_relaxed", "relaxed_column_match", "close", "REL_TOL", "ABS_TOL"]
 
@@ -49,7 +49,7 @@ def _num_close(a: Any, b: Any) -> bool:
 
 
 def close(a: tuple, b: tuple) -> bool:
-    """Tolerant equality of two canonical values (``benchmark.metrics.ex.canonical``)."""
+    """Tolerant equality of two canonical values (``scoring.metrics.ex.canonical``)."""
     if a == b:
         return True
     tag = a[0]

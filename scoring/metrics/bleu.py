@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from benchmark.metrics._records import split_scored
+from scoring.metrics._records import split_scored
 from graphs.cypher_guard import tokenize
 
 __all__ = ["cypher_tokens", "sentence_gleu", "corpus_gleu", "gleu_records"]

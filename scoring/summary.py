@@ -1,6 +1,6 @@
 """One run's metrics (``metrics.json``) and its human-readable ``report.md``, from its turn records.
 
-Every metric comes from its own module in ``benchmark.metrics``; this module only gathers them.
+Every metric comes from its own module in ``scoring.metrics``; this module only gathers them.
 Turns whose ``ex`` is null (infrastructure errors) are excluded everywhere and counted.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmark.metrics import actions, bleu, breakdown, cer, sem, significance, tokens
-from benchmark.metrics._records import is_scored, mean
+from scoring.metrics import actions, bleu, breakdown, cer, sem, significance, tokens
+from scoring.metrics._records import is_scored, mean
 
 
 def fill_psjs(records: list[dict], *, workers: int = 8) -> None:

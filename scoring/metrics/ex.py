@@ -26,7 +26,7 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
-from benchmark.metrics._cypher import CypherParseError, find_top, final_return
+from scoring.metrics._cypher import CypherParseError, find_top, final_return
 
 __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
 

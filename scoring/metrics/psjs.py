@@ -9,7 +9,7 @@ property map, a pattern split over two MATCH clauses), less when they walk other
 provenances (e.g. two queries without MATCH) are identical: 1.0.
 
 **How** (parser-based; ``rewrite_provenance``): the query is tokenized and split into UNION parts
-and clauses by ``benchmark.metrics._cypher`` (brackets matched, keywords inside strings, comments,
+and clauses by ``scoring.metrics._cypher`` (brackets matched, keywords inside strings, comments,
 labels and property keys ignored), then rewritten so that it also returns the ids:
 
 - every pattern of every ``MATCH`` / ``OPTIONAL MATCH`` gets a path variable (``__ct_p1 = (a)-->(b)``,
@@ -39,7 +39,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from benchmark.metrics._cypher import (CypherParseError, find_top, is_keyword, parse,
+from scoring.metrics._cypher import (CypherParseError, find_top, is_keyword, parse,
                                        projection_is_aggregating, split_clauses, split_union)
 from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
 
