@@ -515,8 +515,10 @@ class WorldBuilder:
 
     def _count_each(self, base: chain.EntitySet, rng: random.Random, var: str, slots: dict):
         """"How many pearls does each of those reefs yield, zero included?": one row per member (OPTIONAL
-        MATCH), asked only where some members have such neighbours and some have none."""
-        links = [(r, f, o) for r, f, o in self.links(base.label) if r.source != r.target]
+        MATCH), asked only where some members have such neighbours and some have none. A relationship
+        between nodes of one label counts too ("how many tomes reference each of those tomes?"): in a
+        hierarchy the members at its ends have none."""
+        links = list(self.links(base.label))
         if not links or not 2 <= len(self.members(base)) <= MAX_PER_MEMBER:
             return None
         rng.shuffle(links)
