@@ -408,7 +408,7 @@ class WorldBuilder:
             fn = None
             if phen == "AGG_MAX" and rng.random() < MIN_RATE:  # the other extreme: the minimum
                 fn = "min"
-                slots.update(family="AGG_MIN")  # its own wording; the label stays AGG_MAX, the paper's for either extreme
+                slots["family"] = "AGG_MIN"  # its own wording; the label stays the paper's AGG_MAX
             return (chain.aggregate_numeric(base, phen, prop, fn), slots, False,
                     chain.aggregate_numeric(uni, phen, prop, fn))
         if phen in ("FILTER", "REFINE", "COMPOUND"):

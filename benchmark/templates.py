@@ -48,6 +48,7 @@ must not contain).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -1239,20 +1240,31 @@ def _all_lists() -> list[list[str]]:
     return lists + list(_WRAPPERS.values()) + [_TOPIC_SHIFT_LEADS]
 
 
-_SHARED_OPENINGS: set[str] = set()
-
-
-def _shared_openings() -> set[str]:
+@functools.lru_cache(maxsize=None)
+def _shared_openings() -> frozenset[str]:
     """Five-word openings that wordings of more than one list start with."""
-    if not _SHARED_OPENINGS:
-        lists_with = {}
-        for i, items in enumerate(_all_lists()):
-            for w in items:
-                if opening_key(w):
-                    lists_with.setdefault(opening_key(w), set()).add(i)
-        _SHARED_OPENINGS.update(k for k, ids in lists_with.items() if len(ids) > 1)
-        _SHARED_OPENINGS.add("")  # computed (an empty set would be recomputed; "" is never a key)
-    return _SHARED_OPENINGS
+    lists_with: dict[str, set[int]] = {}
+    for i, items in enumerate(_all_lists()):
+        for w in items:
+            if opening_key(w):
+                lists_with.setdefault(opening_key(w), set()).add(i)
+    return frozenset(k for k, ids in lists_with.items() if len(ids) > 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _sides(items: tuple[str, ...]) -> dict[str, int] | None:
+    """The pool (an index into POOLS) of each wording of one list; None when it has too few to split.
+    Computed once per list: every utterance a build renders asks again."""
+    own = [w for w in items if w != "{core}"]
+    if len(own) < 2:
+        return None
+    shared = _shared_openings()
+    side = {w: _digest(opening_key(w)) % 2 for w in own if opening_key(w) in shared}
+    sizes = [list(side.values()).count(0), list(side.values()).count(1)]
+    for w in sorted((w for w in own if w not in side), key=_digest):
+        side[w] = 0 if sizes[0] <= sizes[1] else 1  # the smaller half; test on a tie
+        sizes[side[w]] += 1
+    return side
 
 
 def pool(items: Iterable[str], split: str | None) -> list[str]:
@@ -1262,15 +1274,9 @@ def pool(items: Iterable[str], split: str | None) -> list[str]:
         return items
     if split not in POOLS:
         raise TemplateError(f"unknown wording pool {split!r}; known: {', '.join(POOLS)}")
-    own = [w for w in items if w != "{core}"]
-    if len(own) < 2:
+    side = _sides(tuple(items))
+    if side is None:
         return items
-    shared = _shared_openings()
-    side = {w: _digest(opening_key(w)) % 2 for w in own if opening_key(w) in shared and opening_key(w)}
-    sizes = [list(side.values()).count(0), list(side.values()).count(1)]
-    for w in sorted((w for w in own if w not in side), key=_digest):
-        side[w] = 0 if sizes[0] <= sizes[1] else 1  # the smaller half; test on a tie
-        sizes[side[w]] += 1
     return [w for w in items if w == "{core}" or side[w] == POOLS.index(split)]
 
 
