@@ -22,6 +22,11 @@ Accepted forms, tried in this order (``<think>…</think>`` blocks are removed f
 4. The GRPO paper's response format: ``<reasoning>…</reasoning><answer>CYPHER</answer>`` is a
    SUBMIT_ANSWER of the answer.
 
+A caller that already holds a parsed tool call (the TRL adapter: TRL parses the model's calls itself)
+builds the action with ``action_from_tool_call(name, arguments)``, which gives exactly what
+``parse_action`` gives for the same call written as ``<tool_call>`` text (``tool_call_text``), without
+writing and re-reading that text; ``action_text`` is an action's canonical text, that tool call.
+
 ``parse_action`` never raises: text that matches none of these, or whose argument is missing, gives a
 ``ParseError`` whose message tells the model what to send instead. Parsing is bounded: an action over
 ``MAX_ACTION_CHARS`` characters, or JSON nested deeper than ``MAX_JSON_DEPTH``, is a ParseError (never a
@@ -34,7 +39,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
-from graphs.errors import CypherTurnError
+from graphs.errors import CypherTurnError, InputError
 
 EXECUTE = "EXECUTE_CYPHER"
 INSPECT = "INSPECT_SCHEMA"
@@ -43,6 +48,11 @@ ASK = "ASK_USER"
 SUBMIT = "SUBMIT_ANSWER"
 ACTIONS = (EXECUTE, INSPECT, SEARCH, ASK, SUBMIT)
 INVALID = "INVALID"
+
+# the tool each action is called as (the TRL adapter's method names) and the argument it takes
+TOOL_NAMES = {EXECUTE: "execute_cypher", INSPECT: "inspect_schema", SEARCH: "search_values", ASK: "ask_user",
+              SUBMIT: "submit_answer"}
+_TOOL_ARGUMENT = {EXECUTE: "query", SUBMIT: "query", ASK: "question"}
 
 _ARG_KEYS = {EXECUTE: ("query", "cypher", "input", "payload"), SUBMIT: ("query", "cypher", "input", "payload"),
              ASK: ("question", "input", "payload", "text"), SEARCH: (), INSPECT: ()}
@@ -206,3 +216,63 @@ def parse_action(text: Any) -> Action | ParseError:
     if m:
         return _from_call(SUBMIT, m.group(1))
     return ParseError(f"no action found in the response. {HELP}")
+
+
+def tool_call_text(name: str, arguments: Any) -> str:
+    """A tool call as the grammar's first form reads it: ``<tool_call>{"name": …, "arguments": …}</tool_call>``.
+    ``<`` is escaped inside the JSON so that an argument containing ``</tool_call>`` or ``<think>``
+    cannot break the parse."""
+    payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False).replace("<", "\\u003c")
+    return f"<tool_call>{payload}</tool_call>"
+
+
+def action_from_tool_call(name: Any, arguments: Any) -> Action | ParseError:
+    """The action of a tool call that is already parsed (a name and its arguments, as TRL hands them over):
+    for JSON values exactly ``parse_action(tool_call_text(name, arguments))``, including its bounds on
+    size and nesting, without re-reading the text. Never raises."""
+    try:
+        text = tool_call_text(name, arguments)
+    except (TypeError, ValueError):  # not JSON-serialisable: no text form could carry it either
+        return ParseError(f"the tool call's arguments are not JSON. {HELP}")
+    if len(text) > MAX_ACTION_CHARS:  # the bounds parse_action puts on the same call written as text
+        return ParseError(f"the response is {len(text)} characters long; the limit is {MAX_ACTION_CHARS}. {HELP}")
+    depth = _json_depth(text[len("<tool_call>"):-len("</tool_call>")])
+    if depth > MAX_JSON_DEPTH:
+        return ParseError(f"the <tool_call> is not a valid call: JSON nested {depth} levels deep; "
+                          f"the limit is {MAX_JSON_DEPTH}. {HELP}")
+    return _from_call(name, arguments)
+
+
+def action_text(action: Action) -> str:
+    """The canonical text of an action: its tool call (``tool_call_text``), which ``parse_action`` reads
+    back as the same action. The environment records it as the model's output for an action it was
+    given already parsed. Raises InputError for an object that is not a well-formed Action."""
+    check_action(action)
+    if action.type == INSPECT:
+        arguments: Any = {}
+    elif action.type == SEARCH:
+        arguments = action.argument
+    else:
+        arguments = {_TOOL_ARGUMENT[action.type]: action.argument}
+    return tool_call_text(TOOL_NAMES[action.type], arguments)
+
+
+def check_action(action: Any) -> Action:
+    """``action`` if it is a well-formed Action (a known type with the argument that type takes: a
+    non-empty string for EXECUTE_CYPHER, ASK_USER and SUBMIT_ANSWER, None for INSPECT_SCHEMA, an
+    object or text for SEARCH_VALUES), else InputError naming what is wrong. Unlike model text, a
+    malformed Action is the caller's bug, so it raises instead of costing the agent an action."""
+    if not isinstance(action, Action):
+        raise InputError(f"expected an envs.actions.Action, got {type(action).__name__}")
+    if action.type not in ACTIONS:
+        raise InputError(f"Action.type must be one of {ACTIONS}, got {action.type!r}")
+    arg = action.argument
+    if action.type == INSPECT:
+        ok, wanted = arg is None, "None"
+    elif action.type == SEARCH:
+        ok, wanted = isinstance(arg, (dict, str)), "a dict or a string"
+    else:
+        ok, wanted = isinstance(arg, str) and bool(arg.strip()), "a non-empty string"
+    if not ok:
+        raise InputError(f"Action({action.type}) needs {wanted} as its argument, got {arg!r:.80}")
+    return action

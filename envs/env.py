@@ -9,8 +9,9 @@ Contract:
   ``options["start_turn"] = k`` starts at turn k as if turns 0..k-1 had each been answered with its
   gold query in one action (the agentic history shows those submissions; the budget is (T - k) x m);
   those turns are not recorded. Training on later turns uses it.
-- ``step(action)`` takes the model's raw text (see ``envs.actions``); each call costs one unit, a
-  malformed one too. It returns the observation (the action's result, or the next turn prompt when a
+- ``step(action)`` takes the model's raw text (see ``envs.actions``), or an ``envs.actions.Action``
+  already parsed (the TRL adapter's tool calls: ``step(parse_action(text))`` behaves as ``step(text)``
+  when the text parses); each call costs one unit, a malformed one too. It returns the observation (the action's result, or the next turn prompt when a
   turn ended), the reward (the EX of the ended turn's prediction, else 0), ``terminated`` (the session
   is over), ``truncated`` (always False) and ``info`` (``new_turn``: the observation is a turn
   prompt, so the agent should start a fresh context with ``info["system_prompt"]``; ``record``: the
@@ -36,7 +37,8 @@ import gymnasium as gym
 
 from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
-from envs.actions import ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, loads_bounded, parse_action
+from envs.actions import (ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, action_text, check_action,
+                          loads_bounded, parse_action)
 from scoring.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.executor import SafeExecutor
@@ -199,11 +201,24 @@ class CypherTurnEnv(gym.Env):
         return sanitize(text)
 
     # -- actions ------------------------------------------------------------------------------------
-    def step(self, action: Any):
+    def step(self, action: str | Action):
+        """One action of the agent (see the module docstring for what it returns).
+
+        ``action`` is the model's text, parsed with ``envs.actions.parse_action`` (text that is no
+        action, or any other object, is an invalid action: it costs a unit and the observation says
+        what to send instead), or an ``Action`` already parsed, played as is and recorded as the
+        model's output in its canonical text (``envs.actions.action_text``). A malformed ``Action`` (an
+        unknown type, a missing argument) is the caller's bug and raises ``InputError`` before anything
+        is spent. The action space stays ``Text``: an ``Action`` is a convenience for callers that parse
+        tool calls themselves."""
         if self.session is None or self.turn_index >= len(self.session.turns):
             raise RuntimeError("call reset() before step(); the episode is over")
-        parsed = parse_action(action)
-        raw = action if isinstance(action, str) else repr(action)
+        if isinstance(action, Action):
+            parsed: Action | ParseError = check_action(action)
+            raw = action_text(action)
+        else:
+            parsed = parse_action(action)
+            raw = action if isinstance(action, str) else repr(action)
         self.transcript.append(f"Assistant: {raw}")
         if self.budget is not None:
             self.budget -= 1

@@ -73,6 +73,7 @@ from typing import Any, Callable, Iterable
 
 from benchmark.session import Session
 from envs import prompts
+from envs.actions import Action, action_from_tool_call, tool_call_text
 from envs.env import PROTOCOLS, CypherTurnEnv, load_dataset
 from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
 
@@ -80,13 +81,6 @@ TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "
 TURN_OVER = ("[The turn is over: your answer for this question is recorded. Do not call more tools; "
              "end your response.]")
 LAST_ACTION = "[That was your last action for this question: the turn is over.]"
-
-
-def _call_text(name: str, arguments: dict[str, Any]) -> str:
-    """The action as the environment's grammar reads it: a Hermes tool call. ``<`` is escaped inside
-    the JSON so that a query containing ``</tool_call>`` or ``<think>`` cannot break the parse."""
-    payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False).replace("<", "\\u003c")
-    return f"<tool_call>{payload}</tool_call>"
 
 
 def _text(value: Any) -> str:
@@ -272,7 +266,11 @@ class CypherTurnToolEnv:
 
     def _step(self, name: str, arguments: dict[str, Any]) -> str:
         env = self._env
-        observation, reward, _, _, info = env.step(_call_text(name, arguments))
+        action = action_from_tool_call(name, arguments)
+        # A call that parses is played as its Action; one that does not goes as the text the model's call
+        # reads as, so the environment answers it (and records it) exactly as it would the evaluated model.
+        observation, reward, _, _, info = env.step(action if isinstance(action, Action)
+                                                   else tool_call_text(name, arguments))
         if "record" not in info:
             return observation
         # The turn is over. The environment's observation is then the *next* turn's prompt (or the end of

@@ -63,3 +63,47 @@ def test_the_parser_never_raises_and_always_answers(text):
         assert result.message
     else:
         assert result.type in (EXECUTE, INSPECT, SEARCH, ASK, SUBMIT)
+
+
+# -- a tool call already parsed (the TRL adapter's route) ------------------------------------------------
+def _nested(depth: int):
+    value: object = "deep"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("execute_cypher", {"query": Q}), ("submit_answer", {"query": f"```cypher\n{Q}\n```"}),
+    ("inspect_schema", {}), ("search_values", {"label": "City", "property": "name", "query": "port"}),
+    ("ask_user", {"question": "which one?"}), ("submit_answer", {"query": ""}), ("fly", {"to": "x"}),
+    ("submit_answer", {"query": '{"q": 1}'}), ("SUBMIT_ANSWER", Q), ("execute_cypher", {"query": "x" * 200_000}),
+    ("search_values", {"label": _nested(40)}),
+    ("execute_cypher", {"query": "RETURN 1 // </tool_call> <think>"}), (7, None),
+])
+def test_a_parsed_tool_call_is_the_action_its_text_parses_to(name, arguments):
+    from envs.actions import action_from_tool_call, tool_call_text
+
+    assert action_from_tool_call(name, arguments) == parse_action(tool_call_text(name, arguments))
+
+
+@pytest.mark.parametrize("action", [Action(EXECUTE, Q), Action(SUBMIT, Q), Action(INSPECT, None),
+                                    Action(SEARCH, {"label": "City", "property": "name", "query": "port"}),
+                                    Action(ASK, "which one? </tool_call>")])
+def test_action_text_reads_back_as_the_same_action(action):
+    from envs.actions import action_text
+
+    assert parse_action(action_text(action)) == action
+
+
+@pytest.mark.parametrize("bad, message", [(Action("FLY", Q), "type must be one of"),
+                                          (Action(EXECUTE, ""), "non-empty string"),
+                                          (Action(SUBMIT, None), "non-empty string"),
+                                          (Action(INSPECT, "x"), "None"), (Action(SEARCH, 3), "a dict or a string"),
+                                          ("EXECUTE_CYPHER x", "expected an envs.actions.Action")])
+def test_a_malformed_action_object_is_an_input_error(bad, message):
+    from envs.actions import check_action
+    from graphs.errors import InputError
+
+    with pytest.raises(InputError, match=message):
+        check_action(bad)

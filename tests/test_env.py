@@ -225,6 +225,45 @@ def test_agentic_variants(small):
         _env(small, protocol="agentic", budget_multiplier=0)
 
 
+def test_step_takes_a_parsed_action_as_it_takes_the_text(small):
+    """Two envs play the same sessions, one with tool-call text, one with the Actions that text parses to:
+    observations, rewards, infos and records are identical (the records' output text included, since an
+    Action is recorded as its tool call)."""
+    from envs.actions import action_from_tool_call, tool_call_text
+
+    _, sessions = small
+    for protocol in ("guided", "agentic"):
+        by_text, by_action = _env(small, protocol=protocol), _env(small, protocol=protocol)
+        for s in sessions[:3]:
+            outs = [e.reset(options={"session_id": s.id}) for e in (by_text, by_action)]
+            assert outs[0] == outs[1]
+            done, i = False, 0
+            while not done:
+                turn = s.turns[by_text.turn_index]
+                name, args = [("inspect_schema", {}), ("ask_user", {"question": "which ones?"}),
+                              ("search_values", {"label": "X", "property": "name", "query": "q"}),
+                              ("execute_cypher", {"query": "MATCH (n) RETURN count(n) AS count"}),
+                              ("submit_answer", {"query": turn.gold_cypher})][i % 5]
+                i += 1
+                a = by_text.step(tool_call_text(name, args))
+                b = by_action.step(action_from_tool_call(name, args))
+                assert a == b
+                done = a[2]
+            assert by_text.render() == by_action.render()
+
+
+def test_a_malformed_action_object_raises_before_anything_is_spent(small):
+    from envs.actions import EXECUTE, Action
+    from graphs.errors import InputError
+
+    s = _first_session(small)
+    env = _env(small, protocol="agentic")
+    _, info = env.reset(options={"session_id": s.id})
+    with pytest.raises(InputError, match="non-empty string"):
+        env.step(Action(EXECUTE, ""))
+    assert env.budget == info["budget_left"] and env.actions == []
+
+
 def test_malformed_actions_cost_a_unit_and_get_a_clear_error(small):
     s = _first_session(small)
     env = _env(small, protocol="agentic")
