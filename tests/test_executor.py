@@ -13,6 +13,7 @@ from graphs import connections
 from graphs.executor import ERROR_KINDS, SafeExecutor, execute
 from graphs.generator import generate
 from graphs.loader import read_summary
+from graphs.lru import LRUCache
 from graphs.spec import get_spec
 
 pytestmark = pytest.mark.neo4j
@@ -112,6 +113,7 @@ def test_each_guard_refuses_a_write_on_its_own(monkeypatch):
 
     # Guard 2 alone: with the lexical deny list switched off, the EXPLAIN plan (operator Create) refuses it.
     monkeypatch.setattr(executor_module, "check_read_only", lambda q: None)
+    monkeypatch.setattr(SafeExecutor, "_checked", LRUCache(0))  # no lexer verdict cached by earlier tests
     ex = SafeExecutor(WORLD)
     r = ex.run("CREATE (n:Intruder) RETURN n")
     assert r.error is not None and r.error.kind == "refused" and "operator Create" in r.error.message
@@ -141,3 +143,22 @@ def test_unknown_world_is_a_clear_error():
     out = subprocess.run([sys.executable, "-m", "graphs", "query", "atlantis", "RETURN 1", "--json"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "unknown world 'atlantis'" in out.stderr
+
+
+def test_input_checks_are_cached_by_text_and_give_the_same_results():
+    SafeExecutor._checked.clear()
+    ex = SafeExecutor(WORLD, timeout=TIMEOUT, max_rows=10)
+    queries = ["RETURN 1 AS one;", "MATCH (n) DETACH DELETE n", "RETURN 'unclosed", "  ;  ",
+               "RETURN 1 AS one // MATCH (n) DELETE n\rMATCH (n) DELETE n"]
+    first = [ex.run(q) for q in queries]
+    hits = SafeExecutor._checked.hits
+    second = [ex.run(q) for q in queries]
+    assert SafeExecutor._checked.hits == hits + len(queries)
+    assert [(r.rows, r.error) for r in first] == [(r.rows, r.error) for r in second]
+    assert first[0].rows == [[1]] and [r.error.kind for r in first[1:]] == ["refused", "syntax", "syntax", "refused"]
+    # the length limit is the executor's own, checked before the cache
+    assert SafeExecutor(WORLD, max_query_chars=5).run(queries[0]).error.kind == "too_large"
+    # a long text is checked every time and not kept
+    size = len(SafeExecutor._checked)
+    long_write = "MATCH (n) DELETE n /*" + "x" * 5000 + "*/"
+    assert ex.run(long_write).error.kind == "refused" and len(SafeExecutor._checked) == size

@@ -14,6 +14,7 @@ from benchmark.session import Session, Turn
 from graphs import executor as executor_module
 from graphs.cypher_guard import InvalidEscape, check_read_only, live_words, unescape
 from graphs.executor import SafeExecutor, plan_refusal
+from graphs.lru import LRUCache
 
 WORLD = "ancient_empire"
 
@@ -101,6 +102,7 @@ def test_attacks_are_refused_through_env_step():
 @pytest.mark.parametrize("statement, operator", STATEMENTS)
 def test_the_plan_guard_refuses_each_statement_without_the_lexer(monkeypatch, statement, operator):
     monkeypatch.setattr(executor_module, "check_read_only", lambda q: None)
+    monkeypatch.setattr(SafeExecutor, "_checked", LRUCache(0))  # no lexer verdict cached by earlier tests
     r = SafeExecutor(WORLD, timeout=5.0).run(statement)
     assert r.error is not None and r.error.kind == "refused", r.error
     assert operator in r.error.message
@@ -109,6 +111,7 @@ def test_the_plan_guard_refuses_each_statement_without_the_lexer(monkeypatch, st
 @pytest.mark.neo4j
 def test_the_plan_guard_allows_schema_procedures_and_refuses_others(monkeypatch):
     monkeypatch.setattr(executor_module, "check_read_only", lambda q: None)
+    monkeypatch.setattr(SafeExecutor, "_checked", LRUCache(0))  # no lexer verdict cached by earlier tests
     ex = SafeExecutor(WORLD, timeout=5.0)
     ok = ex.run("CALL db.labels() YIELD label RETURN label ORDER BY label")
     assert ok.error is None and ["Emperor"] in ok.rows
