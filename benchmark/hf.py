@@ -1,10 +1,9 @@
 """Hugging Face export: the sessions as a ``datasets.Dataset`` saved to disk, with a dataset card.
 
-One row per session; ``turns`` is a list of structs. Arrow columns need one type per column, but gold
-rows hold arbitrary JSON (ints, floats, strings, null, nested lists and maps) and key-value ``value``s
-mix types, so those are stored as JSON text (``gold_rows_json``, ``ambiguity_info_json``,
-``gold_key_values[].value_json``); every other field keeps its type. ``load_hf_sessions`` reverses the
-mapping exactly (the session values are JSON values, so a JSON round trip is lossless).
+One row per session, ``Session.to_row()`` (``benchmark.session``, the one codec: ``turns`` is a list of
+structs, mixed-type values stored as JSON text: ``gold_rows_json``, ``ambiguity_info_json``,
+``gold_key_values[].value_json``); ``load_hf_sessions`` reverses it with ``Session.from_row`` (the
+session values are JSON values, so the round trip is lossless). This module adds the Arrow types.
 
 ``datasets`` is imported lazily: only the export needs it.
 """
@@ -12,25 +11,18 @@ mapping exactly (the session values are JSON values, so a JSON round trip is los
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from benchmark.session import Session, Turn
+from benchmark.session import Session, encode_json
 from benchmark.stats import stats_dict
 
 HF_DIRNAME = "hf"
-KEY_VALUE_FIELDS = ("label", "property", "value")
-
-
-def _dumps(value: Any) -> str:
-    # no key sorting: map key order is part of the value and must survive the round trip
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _features():
+    """The Arrow types of ``Session.to_row()``."""
     from datasets import Features, Value
 
     turn = {
@@ -51,56 +43,13 @@ def _features():
                      "num_turns": Value("int32"), "turns": [turn]})
 
 
-def _key_value_row(session_id: str, turn: Turn, kv: dict[str, Any]) -> dict[str, str]:
-    if tuple(sorted(kv)) != tuple(sorted(KEY_VALUE_FIELDS)):
-        # a typed struct cannot hold other keys; refuse rather than lose them silently
-        raise ValueError(f"session {session_id} turn {turn.index}: gold_key_values entry has keys "
-                         f"{sorted(kv)}, expected {list(KEY_VALUE_FIELDS)}")
-    return {"label": kv["label"], "property": kv["property"], "value_json": _dumps(kv["value"])}
-
-
-def _session_row(s: Session) -> dict[str, Any]:
-    turns = [{
-        "index": t.index,
-        "utterance": t.utterance,
-        "gold_cypher": t.gold_cypher,
-        "gold_columns": list(t.gold_columns),
-        "gold_rows_json": _dumps(t.gold_rows),
-        "phenomenon": t.phenomenon,
-        "chain_mode": t.chain_mode,
-        "depends_on": t.depends_on,
-        "ambiguity_info_json": None if t.ambiguity_info is None else _dumps(t.ambiguity_info),
-        "gold_key_values": [_key_value_row(s.id, t, kv) for kv in t.gold_key_values],
-        "gold_triples": list(t.gold_triples),
-    } for t in s.turns]
-    return {"id": s.id, "world": s.world, "persona": s.persona, "num_turns": len(s.turns), "turns": turns}
-
-
-def _session_from_row(row: dict[str, Any]) -> Session:
-    turns = [Turn(
-        index=t["index"],
-        utterance=t["utterance"],
-        gold_cypher=t["gold_cypher"],
-        gold_columns=list(t["gold_columns"]),
-        gold_rows=json.loads(t["gold_rows_json"]),
-        phenomenon=t["phenomenon"],
-        chain_mode=t["chain_mode"],
-        depends_on=t["depends_on"],
-        ambiguity_info=None if t["ambiguity_info_json"] is None else json.loads(t["ambiguity_info_json"]),
-        gold_key_values=[{"label": kv["label"], "property": kv["property"], "value": json.loads(kv["value_json"])}
-                         for kv in t["gold_key_values"]],
-        gold_triples=list(t["gold_triples"]),
-    ) for t in row["turns"]]
-    return Session(id=row["id"], world=row["world"], persona=row["persona"], turns=turns)
-
-
 def _fingerprint(sessions: list[Session], manifest: dict) -> str:
     """A content fingerprint, so the same sessions save to byte-identical files (``datasets`` would
     otherwise put a random fingerprint into ``state.json``)."""
     h = hashlib.sha256()
     for s in sessions:
         h.update(s.to_json().encode("utf-8") + b"\n")
-    h.update(_dumps(manifest.get("split")).encode("utf-8"))
+    h.update(encode_json(manifest.get("split")).encode("utf-8"))
     return h.hexdigest()[:32]
 
 
@@ -125,7 +74,7 @@ def save_hf_dataset(sessions: list[Session], out_dir: Path, *, manifest: dict) -
 
     split = manifest.get("split")
     features = _features()
-    rows = [_session_row(s) for s in sessions]
+    rows = [s.to_row() for s in sessions]
     # column-wise, so that an empty session list still yields the declared columns
     staged = Dataset.from_dict({name: [r[name] for r in rows] for name in features}, features=features,
                                split=NamedSplit(split) if split else None)
@@ -148,7 +97,7 @@ def load_hf_sessions(path: str | Path) -> list[Session]:
     path = Path(path)
     if not (path / "state.json").exists() and (path / HF_DIRNAME / "state.json").exists():
         path = path / HF_DIRNAME
-    return [_session_from_row(row) for row in load_from_disk(str(path))]
+    return [Session.from_row(row) for row in load_from_disk(str(path))]
 
 
 # -- dataset card ---------------------------------------------------------------------------------

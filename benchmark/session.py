@@ -21,6 +21,20 @@ or null for the opening turn and topic shifts)::
 For an ambiguous turn, ``ambiguity_info.utterance`` is the under-specified wording the user actually
 says (the environment shows it instead of ``utterance``), ``clarification`` is the scripted answer to
 a clarifying question, and ``utterance`` is the fully specified request.
+
+**Rows** (the one codec for Arrow: the Hugging Face export, the training rows, the rewards' columns).
+Arrow needs one type per column, but gold rows hold arbitrary JSON and key-value ``value``s mix types,
+so ``Turn.to_row()`` stores those as JSON text (``encode_json``: compact, key order kept, so the round
+trip is lossless)::
+
+    {"index", "utterance", "gold_cypher", "gold_columns", "gold_rows_json", "phenomenon", "chain_mode",
+     "depends_on", "ambiguity_info_json" (null when not ambiguous),
+     "gold_key_values": [{"label", "property", "value_json"}, ...], "gold_triples"}
+
+and ``Turn.from_row`` reverses it (``Turn.from_row(t.to_row()) == t``); ``Session.to_row`` adds
+``id, world, persona, num_turns`` and the list of turn rows. A reader that holds one column only (a
+reward reading ``gold_rows_json`` or ``gold_key_values``) decodes it with ``decode_json`` /
+``key_value_from_row``.
 """
 
 from __future__ import annotations
@@ -29,6 +43,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from graphs.errors import InputError
 
 OPENING = "OPENING"  # turn 1's label; not one of the 13 phenomena
 
@@ -63,6 +79,42 @@ PERSONAS = ("journalist", "student", "product_manager", "novice_user", "data_ana
 TECHNICAL_PERSONAS = frozenset({"data_analyst"})  # may name schema identifiers in utterances
 
 
+def is_chain_dependent(chain_mode: str) -> bool:
+    """Whether a turn of this chain mode builds on an earlier turn's result set: every mode but the
+    opening's (``none``) and a topic shift's. The one rule; turn records carry ``chain_mode`` too."""
+    return chain_mode not in ("none", "topic_shift")
+
+
+# -- the row codec (module docstring, "Rows") ----------------------------------------------------------
+KEY_VALUE_FIELDS = ("label", "property", "value")
+
+
+def encode_json(value: Any) -> str:
+    """A JSON value as the text a row stores: compact, non-ASCII kept, map key order kept (it is part of
+    the value and must survive the round trip)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_json(text: str) -> Any:
+    """The value ``encode_json`` (or any JSON writer) stored."""
+    return json.loads(text)
+
+
+def key_value_to_row(kv: dict[str, Any], *, where: str = "") -> dict[str, str]:
+    """A gold key-value ``{label, property, value}`` as its row ``{label, property, value_json}``.
+    Raises InputError for other keys: a typed struct cannot hold them, and they must not be lost silently."""
+    if not isinstance(kv, dict) or sorted(kv) != sorted(KEY_VALUE_FIELDS):
+        keys = sorted(kv) if isinstance(kv, dict) else type(kv).__name__
+        raise InputError(f"{where + ': ' if where else ''}gold_key_values entry has keys {keys}, "
+                         f"expected {list(KEY_VALUE_FIELDS)}")
+    return {"label": kv["label"], "property": kv["property"], "value_json": encode_json(kv["value"])}
+
+
+def key_value_from_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The gold key-value ``{label, property, value}`` of a row ``{label, property, value_json}``."""
+    return {"label": row["label"], "property": row["property"], "value": decode_json(row["value_json"])}
+
+
 @dataclass
 class Turn:
     index: int
@@ -79,7 +131,42 @@ class Turn:
 
     @property
     def chain_dependent(self) -> bool:
-        return self.chain_mode not in ("none", "topic_shift")
+        return is_chain_dependent(self.chain_mode)
+
+    def to_row(self, *, where: str = "") -> dict[str, Any]:
+        """The turn as a flat, Arrow-safe row (module docstring, "Rows"); ``where`` names the turn in an
+        error."""
+        where = where or f"turn {self.index}"
+        return {
+            "index": self.index,
+            "utterance": self.utterance,
+            "gold_cypher": self.gold_cypher,
+            "gold_columns": list(self.gold_columns),
+            "gold_rows_json": encode_json(self.gold_rows),
+            "phenomenon": self.phenomenon,
+            "chain_mode": self.chain_mode,
+            "depends_on": self.depends_on,
+            "ambiguity_info_json": None if self.ambiguity_info is None else encode_json(self.ambiguity_info),
+            "gold_key_values": [key_value_to_row(kv, where=where) for kv in self.gold_key_values],
+            "gold_triples": list(self.gold_triples),
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "Turn":
+        """The turn a ``to_row`` row holds."""
+        return cls(
+            index=row["index"],
+            utterance=row["utterance"],
+            gold_cypher=row["gold_cypher"],
+            gold_columns=list(row["gold_columns"]),
+            gold_rows=decode_json(row["gold_rows_json"]),
+            phenomenon=row["phenomenon"],
+            chain_mode=row["chain_mode"],
+            depends_on=row["depends_on"],
+            ambiguity_info=None if row["ambiguity_info_json"] is None else decode_json(row["ambiguity_info_json"]),
+            gold_key_values=[key_value_from_row(kv) for kv in row["gold_key_values"]],
+            gold_triples=list(row["gold_triples"]),
+        )
 
     @property
     def shown_utterance(self) -> str:
@@ -96,6 +183,17 @@ class Session:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=False, separators=(",", ":"))
+
+    def to_row(self) -> dict[str, Any]:
+        """The session as one Arrow-safe row: ``id, world, persona, num_turns`` and ``turns`` (``Turn.to_row``)."""
+        return {"id": self.id, "world": self.world, "persona": self.persona, "num_turns": len(self.turns),
+                "turns": [t.to_row(where=f"session {self.id} turn {t.index}") for t in self.turns]}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "Session":
+        """The session a ``to_row`` row holds (``num_turns`` is derived, so it is not read back)."""
+        return cls(id=row["id"], world=row["world"], persona=row["persona"],
+                   turns=[Turn.from_row(t) for t in row["turns"]])
 
     @classmethod
     def from_dict(cls, raw: dict) -> "Session":

@@ -324,13 +324,17 @@ def system_message(protocol: str, variant: str | None = None) -> dict[str, str]:
     return {"role": "system", "content": prompts.system_prompt(protocol, variant)}
 
 
+# the columns of a turn's row (``benchmark.session.Turn.to_row``) that the reward functions read
+GOLD_COLUMNS = ("gold_cypher", "gold_columns", "gold_rows_json", "gold_key_values", "gold_triples")
+
+
 def make_training_rows(sessions: Iterable[Session], protocol: str = "guided", *, variant: str | None = None,
                        turns: Iterable[int] | None = None, with_gold: bool = False) -> list[dict[str, Any]]:
     """One row per turn (or per turn index in ``turns``) of every session: ``prompt`` (the system
     prompt and an empty user message that ``reset`` fills with the turn prompt), ``world``,
     ``session``, ``turn``, ``protocol``. ``with_gold`` adds the columns that the reward functions of
-    ``rewards`` read (``gold_cypher``, ``gold_columns``, ``gold_rows_json``, ``gold_key_values`` as
-    ``{label, property, value_json}``, ``gold_triples``); the trainer passes them to reward functions
+    ``rewards`` read (``GOLD_COLUMNS``, encoded as ``Turn.to_row`` encodes them: ``gold_rows_json``
+    as JSON text, ``gold_key_values`` as ``{label, property, value_json}``); the trainer passes them to reward functions
     and to ``reset``, which ignores them; the model never sees them."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
@@ -343,12 +347,8 @@ def make_training_rows(sessions: Iterable[Session], protocol: str = "guided", *,
             row: dict[str, Any] = {"prompt": [system_message(protocol, variant), {"role": "user", "content": ""}],
                                    "world": s.world, "session": s.id, "turn": t.index, "protocol": protocol}
             if with_gold:
-                row.update(gold_cypher=t.gold_cypher, gold_columns=list(t.gold_columns),
-                           gold_rows_json=json.dumps(t.gold_rows, ensure_ascii=False),
-                           gold_key_values=[{"label": kv["label"], "property": kv["property"],
-                                             "value_json": json.dumps(kv["value"], ensure_ascii=False)}
-                                            for kv in t.gold_key_values],
-                           gold_triples=list(t.gold_triples))
+                turn_row = t.to_row(where=f"session {s.id} turn {t.index}")  # the one session codec
+                row.update({name: turn_row[name] for name in GOLD_COLUMNS})
             rows.append(row)
     return rows
 

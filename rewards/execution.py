@@ -2,8 +2,9 @@
 
 Both take TRL's reward signature ``fn(prompts, completions, **kwargs) -> list[float | None]`` and read
 the dataset columns ``world`` (the world each row's query runs on) and ``gold_cypher``, plus, when the
-dataset has them, the gold result ``gold_columns`` and ``gold_rows`` (or the Hugging Face export's
-``gold_rows_json``), which are then used as they are and the gold query is not run.
+dataset has them, the gold result ``gold_columns`` and ``gold_rows`` (or the session rows'
+``gold_rows_json``, decoded by the session codec, ``benchmark.session``), which are then used as they
+are and the gold query is not run.
 
 How a batch is scored: every reward is an ``ExecutionReward`` (a picklable callable class, named as
 TRL logs it) configured by one ``ExecutionRewardOptions``, and judged by ``scoring.Judge`` — the same
@@ -52,7 +53,6 @@ harmonic mean; both empty -> 1.0, one empty -> 0.0. Order is ignored.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import threading
@@ -60,6 +60,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from benchmark.session import decode_json
 from rewards.completions import completion_text, extract_query
 from rewards.completions import kwargs_column as _column
 from scoring.judge import InfrastructureError, Judge, JudgeLimits, Pair, Verdict, compare
@@ -253,7 +254,7 @@ class ExecutionReward:
         gold_columns = _column(kwargs, "gold_columns", n)
         gold_rows = _column(kwargs, "gold_rows", n)
         if gold_rows is None and kwargs.get("gold_rows_json") is not None:
-            gold_rows = [None if r is None else json.loads(r) for r in _column(kwargs, "gold_rows_json", n)]
+            gold_rows = [None if r is None else decode_json(r) for r in _column(kwargs, "gold_rows_json", n)]
         return worlds, golds, gold_columns, gold_rows
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:

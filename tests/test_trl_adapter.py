@@ -14,7 +14,7 @@ import pytest
 from benchmark.build import build
 from benchmark.session import read_sessions
 from envs.trl_adapter import (LAST_ACTION, TOOL_NAMES, TURN_OVER, CypherTurnToolEnv, env_reward, make_env_factory,
-                              make_training_rows, training_dataset)
+                              GOLD_COLUMNS, make_training_rows, training_dataset)
 from training.data import FINAL_MESSAGE, env_tools, oracle_tool_conversation, tool_schemas
 
 pytestmark = pytest.mark.neo4j
@@ -202,6 +202,9 @@ def test_rows_dataset_and_reward_function(train):
     assert {"prompt", "world", "session", "turn", "protocol", "gold_cypher", "gold_rows_json", "gold_key_values",
             "gold_triples", "gold_columns"} <= set(ds.column_names)
     assert ds[0]["gold_cypher"] == sessions[0].turns[0].gold_cypher
+    # the gold columns are the turn's own row (benchmark.session.Turn.to_row, the one codec)
+    row = make_training_rows(sessions[:1], "guided", turns=[0], with_gold=True)[0]
+    assert {k: row[k] for k in GOLD_COLUMNS} == {k: sessions[0].turns[0].to_row()[k] for k in GOLD_COLUMNS}
     with pytest.raises(ValueError, match="environment_factory"):
         env_reward(prompts=[], completions=[])
 
