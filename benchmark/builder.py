@@ -67,6 +67,7 @@ MIN_RATE = 0.4  # of AGG_MAX turns: the minimum instead
 TOP_K_RATE = 0.25  # of THRESHOLD turns: a cut by rank ("the three ... with the most ...") instead of a value
 NUMBER_WORDS = {2: "two", 3: "three", 5: "five"}
 STAT_WORDS = {"max": "highest", "min": "lowest", "avg": "average", "sum": "total"}
+_QUALIFIER = re.compile(r" (?:in|of|to|per|at) ")  # "days at sea": the head noun is "days"
 EDGE_AGG_RATE = 0.4  # of aggregates right after an expansion: over the relationship's own property
 TWO_HOP_RATE = 0.2  # of openings and topic shifts: a set two hops from a named entity
 DATE_RATE = 0.3  # of THRESHOLD turns on a set with a date property: a cut by date ("before 1200")
@@ -169,7 +170,8 @@ class WorldBuilder:
         """The property's words in an aggregate or a comparison: a count-like plural becomes
         "number of ..." ("the highest number of vessels", never "the highest vessels")."""
         phrase = self.lex.prop(label, prop)
-        head = phrase.split(" in ")[0].split(" of ")[0].split()[-1].lower()  # "years of training": years
+        # the head noun comes before a qualifier: "years of training", "days at sea", "shifts per week"
+        head = _QUALIFIER.split(phrase)[0].split()[-1].lower()
         plural = len(head) > 3 and head.endswith("s") and not head.endswith(("ss", "us", "is", "ics"))
         spec = (self._props.get(label) or self._rel_props[label])[prop]  # a label's or a relationship's
         if plural and spec.type == "int" and not phrase.lower().startswith(("number of", "count of")):
