@@ -10,10 +10,11 @@ Contract:
   gold query in one action (the agentic history shows those submissions; the budget is (T - k) x m);
   those turns are not recorded. Training on later turns uses it.
 - ``step(action)`` takes the model's raw text (see ``envs.actions``), or an ``envs.actions.Action``
-  already parsed (the TRL adapter's tool calls: ``step(parse_action(text))`` behaves as ``step(text)``
-  when the text parses); each call costs one unit, a malformed one too. It returns the observation (the action's result, or the next turn prompt when a
-  turn ended), the reward (the EX of the ended turn's prediction, else 0), ``terminated`` (the session
-  is over), ``truncated`` (always False) and ``info`` (``new_turn``: the observation is a turn
+  already parsed (the TRL adapter's tool calls; it is played as the text it parses from would be, and
+  recorded as its canonical tool call); each call costs one unit, a malformed one too. It returns the
+  observation (the action's result, or the next turn prompt when a turn ended), the reward (the EX of
+  the ended turn's prediction, else 0), ``terminated`` (the session is over), ``truncated`` (always
+  False) and ``info`` (``new_turn``: the observation is a turn
   prompt, so the agent should start a fresh context with ``info["system_prompt"]``; ``record``: the
   turn record when a turn ended; ``records``: every record so far; ``action_observation``: this
   action's own result, also when the observation returned is already the next turn's prompt).
@@ -328,6 +329,29 @@ class CypherTurnEnv(gym.Env):
             self.records.append(self._record(self.turn, None, 0, 0, submitted=False, cliff=True, infra_error=None))
             self.turn_index += 1
             self._start_turn()
+
+    def record_infrastructure_error(self, message: str, *, session_id: str | None = None) -> list[dict]:
+        """End the episode because of an infrastructure failure (Neo4j or the model server could not be
+        reached: no verdict on the agent) and return the session's turn records: those of the turns
+        played, then every turn not yet recorded with prediction None, ``ex`` None and ``infra_error``
+        = ``message`` (unscored: the metrics exclude and count them, a resumed evaluation replays the
+        session). The turn in progress, and each one after it, carries the actions, outputs and budget
+        of the moment of the failure.
+
+        ``session_id``: the session whose ``reset`` failed (nothing of it was played, no budget yet);
+        without it, the episode in progress."""
+        if session_id is not None:
+            if session_id not in self._by_id:
+                raise ValueError(f"unknown session id {session_id!r}")
+            self.session, self.turn_index, self.records, self.budget = self._by_id[session_id], 0, [], None
+            self._start_turn()
+        elif self.session is None:
+            raise RuntimeError("no episode to end: call reset() first, or name the session whose reset failed")
+        for turn in self.session.turns[len(self.records):]:
+            self.records.append(self._record(turn, None, None, None, submitted=False, cliff=False,
+                                             infra_error=message))
+        self.turn_index = len(self.session.turns)  # the episode is over: step() now refuses
+        return [r.to_dict() for r in self.records]
 
     def _record(self, turn: Turn, prediction, ex, exr, *, submitted: bool, cliff: bool, infra_error) -> TurnRecord:
         s = self.session

@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 
 from envs.backends import BackendError, GenerationSettings, make_backend
-from envs.env import CypherTurnEnv, EnvUnavailable, load_dataset
+from envs.env import CypherTurnEnv, load_dataset
 from envs.oracle import OracleAgent
+from envs.runner import play_episode, run_sessions
 from scoring.records import append_records, read_records
 
 
@@ -60,31 +61,9 @@ class LLMAgent:
 
 def play_session(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:
     """One session's records; a backend failure, or a Neo4j outage outlasting the retries of reset,
-    marks the unplayed turns as infrastructure errors (never a traceback, never a model error)."""
-    try:
-        obs, info = env.reset(options={"session_id": session_id})  # retries an outage itself
-    except EnvUnavailable as exc:
-        env.session = next(s for s in env.sessions if s.id == session_id)
-        env.actions, env.outputs, env.budget = [], [], None
-        return _infra_records(env, 0, str(exc))
-    records: list[dict] = []
-    done = False
-    while not done:
-        try:
-            action = agent.act(obs, info)
-        except BackendError as exc:
-            return records + _infra_records(env, len(records), str(exc))
-        obs, _, done, _, info = env.step(action)
-        records = info.get("records", records)
-    return records
-
-
-def _infra_records(env: CypherTurnEnv, start: int, message: str) -> list[dict]:
-    out = []
-    for turn in env.session.turns[start:]:
-        rec = env._record(turn, None, None, None, submitted=False, cliff=False, infra_error=message)
-        out.append(rec.to_dict())
-    return out
+    marks the unplayed turns as infrastructure errors (never a traceback, never a model error). The one
+    episode loop, ``envs.runner.play_episode``."""
+    return play_episode(env, agent, session_id)
 
 
 def _code_version() -> str:
@@ -156,29 +135,31 @@ def run(args) -> dict:
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     sim_backend = _user_sim(args.user_sim)
     lock = threading.Lock()
-    local = threading.local()
     envs: list[CypherTurnEnv] = []
     agents: list = []
     turns_played = sessions_played = 0
 
-    def worker(session_id: str) -> None:
+    def make_env() -> CypherTurnEnv:  # one per worker thread (run_sessions)
+        env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget, variant=args.variant,
+                            user_simulator_backend=sim_backend)
+        with lock:
+            envs.append(env)
+        return env
+
+    def make_agent():
+        agent = (OracleAgent(sessions, args.protocol) if backend is None
+                 else LLMAgent(backend, settings, tool_results=chat_format == "tools"))
+        with lock:
+            agents.append(agent)
+        return agent
+
+    def session_done(session_id: str, records: list[dict]) -> None:
         nonlocal turns_played, sessions_played
-        if not hasattr(local, "env"):
-            local.env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget,
-                                      variant=args.variant, user_simulator_backend=sim_backend)
-            local.agent = OracleAgent(sessions, args.protocol) if backend is None else LLMAgent(backend, settings,
-                                                                                        tool_results=chat_format == "tools")
-            with lock:
-                envs.append(local.env)
-                agents.append(local.agent)
-        records = play_session(local.env, local.agent, session_id)
         with lock:  # whole sessions only: a killed run never leaves half a session behind
             append_records(traj, records)
             turns_played += len(records)
             sessions_played += 1
             bar.update(1)
-
-    from concurrent.futures import ThreadPoolExecutor
 
     t0 = time.perf_counter()
     with tqdm(total=len(sessions), initial=len(sessions) - len(todo), desc="evaluating", unit="session",
@@ -193,9 +174,8 @@ def run(args) -> dict:
                 time.sleep(min(60.0, 5.0 * 2 ** (attempt - 1)))
                 bar.reset(total=len(todo))
             _drop_sessions(traj, {s.id for s in todo})
-            with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
-                for f in [pool.submit(worker, s.id) for s in todo]:
-                    f.result()
+            run_sessions(make_env, make_agent, [s.id for s in todo], concurrency=args.concurrency,
+                         on_done=session_done)
     play_s = time.perf_counter() - t0
     records = [r for r in read_records(traj) if r["session_id"] in {s.id for s in sessions}]
     from scoring.summary import summarize, write_report

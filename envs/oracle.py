@@ -24,12 +24,11 @@ class OracleAgent:
 
 
 def run_episode(env, session_id: str, agent) -> list[dict]:
-    """Play one session with any agent that has ``act(observation, info)``; returns its turn records."""
-    obs, info = env.reset(options={"session_id": session_id})
-    done = False
-    while not done:
-        obs, _, done, _, info = env.step(agent.act(obs, info))
-    return info["records"]
+    """Play one session with any agent that has ``act(observation, info)``; returns its turn records.
+    The one episode loop, ``envs.runner.play_episode`` (this argument order is kept for callers)."""
+    from envs.runner import play_episode
+
+    return play_episode(env, agent, session_id)
 
 
 def run_oracle_episode(env, session_id: str, agent: OracleAgent) -> list[dict]:

@@ -298,3 +298,42 @@ def test_step_never_raises_and_always_returns_an_observation_in_the_space(fuzz_e
     assert reward in (0.0, 1.0) and truncated is False
     if done:
         fuzz_env.reset(seed=len(text))
+
+
+def test_play_episode_records_the_unplayed_turns_of_an_infrastructure_failure(small, monkeypatch):
+    """The one episode loop (envs.runner.play_episode): an agent whose model server fails, or a reset that
+    cannot reach Neo4j, ends the episode with every unplayed turn an unscored infrastructure-error record
+    (CypherTurnEnv.record_infrastructure_error), never a traceback."""
+    import envs.env as env_module
+    from envs.backends import BackendError
+    from envs.runner import play_episode
+
+    _, sessions = small
+    s = next(x for x in sessions if len(x.turns) >= 3)
+
+    class FailsOnTurn2:
+        def act(self, obs, info):
+            if info["turn_index"] == 1 and info["actions_in_turn"] == 1:
+                raise BackendError("model server: 503")
+            if info["turn_index"] == 1:
+                return "INSPECT_SCHEMA"
+            return f"SUBMIT_ANSWER {s.turns[info['turn_index']].gold_cypher}"
+
+    env = _env(small, protocol="agentic")
+    records = play_episode(env, FailsOnTurn2(), s.id)
+    assert [r["turn_index"] for r in records] == list(range(len(s.turns)))
+    assert records[0]["ex"] == 1 and records[0]["infra_error"] is None
+    assert all(r["ex"] is None and r["infra_error"] == "model server: 503" and r["prediction"] is None
+               for r in records[1:])
+    assert records[1]["actions"] == [{"type": "INSPECT_SCHEMA", "payload": ""}]  # what the turn had done
+    with pytest.raises(RuntimeError):
+        env.step("INSPECT_SCHEMA")  # the episode is over
+
+    def down(world):
+        raise env_module.EnvUnavailable("Neo4j is unavailable")
+
+    monkeypatch.setattr(env_module, "_introspect", down)
+    records = play_episode(_env(small), FailsOnTurn2(), s.id)
+    assert len(records) == len(s.turns) and all(
+        r["infra_error"] == "Neo4j is unavailable" and r["actions"] == [] and r["budget_left"] is None
+        and r["session_id"] == s.id for r in records)
