@@ -32,7 +32,7 @@ import re
 import threading
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import neo4j
@@ -246,26 +246,45 @@ def _with_deadline(fn, seconds: float):
     return _workers.run(fn, seconds)
 
 
+@dataclass(frozen=True)
+class ExecutorLimits:
+    """The bounds of one ``SafeExecutor``.
+
+    ``timeout``: seconds a query may run (the server's transaction timeout; the client gives up
+    ``CLIENT_GRACE_S`` later); ``max_rows``: rows returned (``max_rows + 1`` are fetched, to flag
+    truncation); ``max_value_bytes`` / ``max_result_bytes``: the approximate JSON size of one value / of
+    the whole result; ``max_query_chars``: the longest query text accepted; ``retries`` and ``backoff``:
+    how often and how long apart (``backoff * 2**n`` seconds) an infrastructure failure is retried."""
+
+    timeout: float = DEFAULT_TIMEOUT_S
+    max_rows: int = DEFAULT_MAX_ROWS
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    max_query_chars: int = DEFAULT_MAX_QUERY_CHARS
+    retries: int = 3
+    backoff: float = 0.25
+
+    def __post_init__(self):
+        if not (self.timeout > 0 and math.isfinite(self.timeout)) or self.max_rows < 0:
+            raise ValueError("timeout must be positive and max_rows non-negative")
+        if min(self.max_value_bytes, self.max_result_bytes, self.max_query_chars) <= 0:
+            raise ValueError("the size caps must be positive")
+        if self.retries < 0 or self.backoff < 0:
+            raise ValueError("retries and backoff must not be negative")
+
+
 class SafeExecutor:
     """Runs read-only Cypher on one world with timeouts, caps and retries (see module docstring)."""
 
     _verdicts: LRUCache[str] = LRUCache(20_000)  # (uri, database, query) -> "" (a read) or why it is not
     _checked: LRUCache[tuple] = LRUCache(8_192)  # query text -> (text to run, None) or (None, (kind, message))
 
-    def __init__(self, world: str, *, timeout: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
-                 max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
-                 max_query_chars: int = DEFAULT_MAX_QUERY_CHARS, retries: int = 3, backoff: float = 0.25,
-                 target: connections.Target | None = None):
-        if timeout <= 0 or max_rows < 0:
-            raise ValueError("timeout must be positive and max_rows non-negative")
+    def __init__(self, world: str, limits: ExecutorLimits | None = None, *,
+                 target: connections.Target | None = None, **overrides: Any):
+        """``limits`` (default ``ExecutorLimits()``) with any of its fields overridden by keyword, e.g.
+        ``SafeExecutor(world, timeout=4.0)``; ``target`` pins the server (default: resolved from the world)."""
         self.world = world
-        self.timeout = timeout
-        self.max_rows = max_rows
-        self.max_value_bytes = max_value_bytes
-        self.max_result_bytes = max_result_bytes
-        self.max_query_chars = max_query_chars
-        self.retries = retries
-        self.backoff = backoff
+        self.limits = replace(limits or ExecutorLimits(), **overrides)
         self._target = target
 
     @property
@@ -278,9 +297,9 @@ class SafeExecutor:
     def _check_input(self, query: Any) -> str:
         if not isinstance(query, str):
             raise _Failure("syntax", f"the query must be text, got {type(query).__name__}")
-        if len(query) > self.max_query_chars:
+        if len(query) > self.limits.max_query_chars:
             raise _Failure("too_large", f"the query is {len(query)} characters long; the limit is "
-                                        f"{self.max_query_chars}")
+                                        f"{self.limits.max_query_chars}")
         if len(query) > _CHECKED_MAX_CHARS:
             return self._check_text(query)
         # The checks below depend on the text alone, and a scorer or a GRPO batch sends the same texts
@@ -369,12 +388,12 @@ class SafeExecutor:
                     row = [normalize(v) for v in record.values()]
                     for col, value in zip(columns, row):
                         size = _approx_size(value)
-                        if size > self.max_value_bytes:
+                        if size > self.limits.max_value_bytes:
                             raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
-                                                        f"is about {size} bytes; the cap is {self.max_value_bytes}")
+                                                        f"is about {size} bytes; the cap is {self.limits.max_value_bytes}")
                         total += size
-                    if total > self.max_result_bytes:
-                        raise _Failure("too_large", f"the result is over {self.max_result_bytes} bytes "
+                    if total > self.limits.max_result_bytes:
+                        raise _Failure("too_large", f"the result is over {self.limits.max_result_bytes} bytes "
                                                     f"after {len(rows)} rows")
                     rows.append(row)
         except _Failure:
@@ -416,8 +435,8 @@ class SafeExecutor:
     def run(self, query: Any, *, timeout: float | None = None, max_rows: int | None = None,
             params: dict | None = None) -> QueryResult:
         """Run one read-only query; never raises for query or database problems (see module doc)."""
-        timeout = self.timeout if timeout is None else float(timeout)
-        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        timeout = self.limits.timeout if timeout is None else float(timeout)
+        max_rows = self.limits.max_rows if max_rows is None else int(max_rows)
         if not (timeout > 0 and math.isfinite(timeout)) or max_rows < 0:
             return QueryResult(error=QueryError("runtime", "timeout must be positive and max_rows >= 0"))
         t0 = time.perf_counter()
@@ -426,9 +445,9 @@ class SafeExecutor:
         except _Failure as f:
             return QueryResult(error=QueryError(f.kind, f.message), elapsed_ms=(time.perf_counter() - t0) * 1e3)
         failure: _Failure | None = None
-        for attempt in range(self.retries + 1):
+        for attempt in range(self.limits.retries + 1):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                time.sleep(self.limits.backoff * 2 ** (attempt - 1))
                 self._refresh_target()
             try:
                 return _with_deadline(lambda: self._attempt(text, params or {}, timeout, max_rows),

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from graphs import connections
-from graphs.executor import ERROR_KINDS, SafeExecutor, execute
+from graphs.executor import ERROR_KINDS, ExecutorLimits, SafeExecutor, execute
 from graphs.generator import generate
 from graphs.loader import read_summary
 from graphs.lru import LRUCache
@@ -162,3 +162,18 @@ def test_input_checks_are_cached_by_text_and_give_the_same_results():
     size = len(SafeExecutor._checked)
     long_write = "MATCH (n) DELETE n /*" + "x" * 5000 + "*/"
     assert ex.run(long_write).error.kind == "refused" and len(SafeExecutor._checked) == size
+
+
+def test_limits_are_one_dataclass_with_keyword_overrides_and_validation():
+    base = ExecutorLimits(timeout=7.0, max_rows=20)
+    ex = SafeExecutor(WORLD, base, max_rows=3)
+    assert ex.limits == ExecutorLimits(timeout=7.0, max_rows=3) and base.max_rows == 20
+    assert SafeExecutor(WORLD).limits == ExecutorLimits()
+    r = ex.run("UNWIND range(1, 10) AS x RETURN x")
+    assert r.rows == [[1], [2], [3]] and r.truncated
+    for bad in ({"timeout": 0}, {"timeout": float("inf")}, {"max_rows": -1}, {"max_query_chars": 0},
+                {"retries": -1}):
+        with pytest.raises(ValueError):
+            SafeExecutor(WORLD, **bad)
+    with pytest.raises(TypeError):
+        SafeExecutor(WORLD, max_row=3)  # a misspelt limit is an error, not ignored
