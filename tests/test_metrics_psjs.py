@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.metrics._cypher import CypherParseError
+from graphs.cypher_syntax import CypherParseError
 from scoring.metrics.psjs import (PROV_COLUMN, InfrastructureError, Provenance, jaccard, provenance, psjs,
                                     psjs_from_provenance, rewrite_provenance)
 from graphs.executor import QueryError, QueryResult

@@ -26,7 +26,7 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
-from scoring.metrics._cypher import CypherParseError, find_top, final_return
+from graphs.cypher_syntax import CypherParseError, find_top, final_return
 
 __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
 
@@ -34,9 +34,9 @@ __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
 def is_ordered(cypher: str) -> bool:
     """Whether the query's final projection is ordered: its last top-level RETURN has ORDER BY.
 
-    Parsed with the Cypher tokenizer (so ``ORDER BY`` inside a string, a comment, a subquery, a
-    ``WITH`` before the final RETURN or a property named ``order`` does not count). A text that
-    cannot be parsed is treated as unordered.
+    Parsed with the Cypher toolkit, ``graphs.cypher_syntax`` (so ``ORDER BY`` inside a string, a
+    comment, a subquery, a ``WITH`` before the final RETURN or a property named ``order`` does not
+    count). A text that cannot be parsed is treated as unordered.
     """
     try:
         found = final_return(cypher)

@@ -9,8 +9,8 @@ property map, a pattern split over two MATCH clauses), less when they walk other
 provenances (e.g. two queries without MATCH) are identical: 1.0.
 
 **How** (parser-based; ``rewrite_provenance``): the query is tokenized and split into UNION parts
-and clauses by ``scoring.metrics._cypher`` (brackets matched, keywords inside strings, comments,
-labels and property keys ignored), then rewritten so that it also returns the ids:
+and clauses by the Cypher toolkit ``graphs.cypher_syntax`` (brackets matched, keywords inside
+strings, comments, labels and property keys ignored), then rewritten so that it also returns the ids:
 
 - every pattern of every ``MATCH`` / ``OPTIONAL MATCH`` gets a path variable (``__ct_p1 = (a)-->(b)``,
   or its own when it has one): a path holds all its nodes and relationships, including the anonymous
@@ -39,8 +39,8 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from scoring.metrics._cypher import (CypherParseError, find_top, is_keyword, parse,
-                                       projection_is_aggregating, split_clauses, split_union)
+from graphs.cypher_syntax import (CypherParseError, find_top, is_keyword, parse, projection_is_aggregating,
+                                  split_clauses, split_union)
 from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
 
 __all__ = ["rewrite_provenance", "jaccard", "provenance", "psjs", "psjs_from_provenance", "PSJSResult", "Provenance",
@@ -167,7 +167,7 @@ class _Rewriter:
     def projection(self, s: int, e: int, sources: list[tuple[str, str]], name: str, *, is_with: bool) -> None:
         """Add ``<ids> AS name`` to the items of a WITH / RETURN whose body is tokens [s, e)."""
         toks, pairs = self.toks, self.pairs
-        distinct = s < e and toks[s].upper == "DISTINCT" and is_keyword(toks, s, s)
+        distinct = s < e and toks[s].upper == "DISTINCT" and is_keyword(toks, s)
         stops = ("ORDER", "SKIP", "LIMIT", "OFFSET") + (("WHERE",) if is_with else ())
         stop = find_top(toks, pairs, s, e, *stops)
         items_end = stop if stop is not None else e
