@@ -157,6 +157,23 @@ def test_bleu_by_hand():
     assert (res["turns"], res["excluded_turns"]) == (2, 1)
 
 
+def test_bleu_agrees_with_nltk_by_sentence_and_differs_by_corpus_as_documented():
+    gleu_score = pytest.importorskip("nltk.translate.gleu_score")
+    golds = ["MATCH (e:Emperor)-[:GOVERNS]->(p:Province) WHERE e.name = 'A' RETURN p.name AS name",
+             "MATCH (n) RETURN count(n) AS count", "RETURN n LIMIT 1", "MATCH (n) RETURN n"]
+    preds = ["match (x:Emperor)-[:GOVERNS]->(p:Province) WHERE x.name = 'B' RETURN p.name AS name ORDER BY name",
+             "MATCH (n) RETURN n", "RETURN n", "MATCH (n) RETURN n LIMIT 1"]
+    for pred, gold in zip(preds, golds):
+        ours = sentence_gleu(pred, gold)
+        assert 0 < ours < 1 and ours == gleu_score.sentence_gleu([cypher_tokens(gold)], cypher_tokens(pred))
+    # the corpus forms: ours takes min(precision, recall) of the summed counts, NLTK sums per-pair maxima
+    p, g = preds[2:], golds[2:]
+    assert corpus_gleu(p, g) == pytest.approx(0.724, abs=1e-3)
+    assert gleu_score.corpus_gleu([[cypher_tokens(x)] for x in g], [cypher_tokens(x) for x in p]) == \
+        pytest.approx(0.583, abs=1e-3)
+    assert gleu_score.sentence_gleu([[]], []) == 0.0 and sentence_gleu("", "") == 1.0  # the documented edge
+
+
 def test_breakdowns():
     world = breakdown(RUN, "world")["groups"]
     assert world == {"ancient_empire": {"mean": 0.5, "n": 6}, "magic_academy": {"mean": pytest.approx(2 / 3), "n": 3},

@@ -4,38 +4,37 @@ Neo4j's Text2Cypher lexical metric).
 GLEU (Wu et al., 2016): collect every n-gram of 1 to 4 tokens of the prediction and of the gold;
 matches are the n-grams they share, counted with clipping (an n-gram counts at most as often as it
 occurs in each); precision = matches / prediction n-grams, recall = matches / gold n-grams, and
-GLEU = min(precision, recall). ``sentence_gleu`` scores one pair; ``corpus_gleu`` sums matches and
-totals over all pairs before taking the minimum (the corpus form of NLTK's ``corpus_gleu`` and of
-Hugging Face ``evaluate``'s google_bleu). A missing prediction (None) has no n-grams: 0 for its
-pair, and in the corpus form its gold n-grams still count in the recall denominator. Two texts
-without any token score 1.0 against each other.
+GLEU = min(precision, recall). ``sentence_gleu`` scores one pair (the same value as NLTK's
+``nltk.translate.gleu_score.sentence_gleu``, cross-checked by a test). ``corpus_gleu`` sums matches,
+prediction n-grams and gold n-grams over all pairs and then takes min(precision, recall) of the sums.
+That is *not* NLTK's ``corpus_gleu`` (nor Hugging Face ``evaluate``'s google_bleu, which calls it):
+NLTK sums, per pair, matches and max(prediction n-grams, gold n-grams), so the two agree when every
+prediction is at most as long as its gold (or every one at least as long) and differ on a corpus
+that mixes both (preds ``RETURN n`` and ``MATCH (n) RETURN n LIMIT 1`` against golds
+``RETURN n LIMIT 1`` and ``MATCH (n) RETURN n``: 0.724 here, 0.583 in NLTK). It is kept so that
+reported figures stay comparable with earlier runs. A missing prediction (None) has no n-grams: 0 for
+its pair, and in the corpus form its gold n-grams still count in the recall denominator. Two texts
+without any token score 1.0 against each other (NLTK: 0.0).
 
-Tokenization (``cypher_tokens``): the tokens of ``graphs.cypher_guard.tokenize`` (a string literal,
-a number, a word, a backtick-quoted name and each punctuation character is one token; whitespace
-and comments are dropped), then: words that are Cypher keywords, and words called as functions (a
-word followed by ``(``), are upper-cased, since Cypher reads them case-insensitively; a
-backtick-quoted name that is a plain identifier loses its backticks. Labels, relationship types,
-property keys, variables and string contents keep their case. Pass ``tokenizer`` (text -> list of
-tokens) to use another tokenization.
+Tokenization (``cypher_tokens``): the tokens of the Cypher toolkit (``graphs.cypher_syntax.tokenize``:
+a string literal, a number, a word, a backtick-quoted name and each punctuation character is one
+token; whitespace and comments are dropped), then: words that are Cypher keywords (the toolkit's
+``KEYWORDS``), and words called as functions (a word followed by ``(``), are upper-cased where the
+toolkit's keyword rule reads them as keywords, since Cypher reads them case-insensitively; a
+backtick-quoted name that is a plain identifier loses its backticks (``plain_name``). Labels,
+relationship types, property keys, map keys, variables and string contents keep their case. Pass
+``tokenizer`` (text -> list of tokens) to use another tokenization.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from scoring.metrics._records import split_scored
-from graphs.cypher_guard import tokenize
+from graphs.cypher_syntax import KEYWORDS, is_keyword, plain_name, tokenize
 
 __all__ = ["cypher_tokens", "sentence_gleu", "corpus_gleu", "gleu_records"]
-
-CYPHER_KEYWORDS = frozenset("""
-    MATCH OPTIONAL WHERE RETURN WITH ORDER BY ASC DESC ASCENDING DESCENDING LIMIT SKIP OFFSET DISTINCT AS
-    AND OR XOR NOT IN IS NULL TRUE FALSE CASE WHEN THEN ELSE END UNWIND CALL YIELD UNION ALL ANY NONE
-    SINGLE EXISTS COUNT COLLECT STARTS ENDS CONTAINS SHORTEST SHORTESTPATH ALLSHORTESTPATHS
-""".split())
-_PLAIN_NAME = re.compile(r"^[^\W\d]\w*$")
 
 
 def cypher_tokens(text: str | None) -> list[str]:
@@ -47,12 +46,11 @@ def cypher_tokens(text: str | None) -> list[str]:
     for i, t in enumerate(toks):
         value = t.text
         if t.kind == "word":
-            prev = toks[i - 1].text if i else ""
-            nxt = toks[i + 1].text if i + 1 < len(toks) else ""
-            if prev not in (".", ":", "$") and (value.upper() in CYPHER_KEYWORDS or nxt == "("):
+            called = i + 1 < len(toks) and toks[i + 1].text == "("
+            if is_keyword(toks, i) and (value.upper() in KEYWORDS or called):
                 value = value.upper()
-        elif t.kind == "quoted" and len(value) >= 2 and _PLAIN_NAME.match(value[1:-1]):
-            value = value[1:-1]
+        elif t.kind == "quoted":
+            value = plain_name(t) or value
         out.append(value)
     return out
 
