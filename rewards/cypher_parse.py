@@ -4,9 +4,9 @@ The benchmark's own sessions carry exact ``gold_key_values`` and ``gold_triples`
 put them into the query). External corpora (e.g. Neo4j's Text2Cypher dataset) carry only the gold
 Cypher; this module derives both from it so that the key-value and triple rewards work there too.
 
-Parser decision. This is a small pattern parser over the project's own Cypher tokenizer
-(``graphs.cypher_guard.tokenize``: string literals, comments and backticked names already handled),
-not a grammar package. The grammar packages on PyPI were tried: ``graphglot`` 0.14.3 (GQL/Cypher)
+Parser decision. This is a small pattern parser over the project's Cypher toolkit
+(``graphs.cypher_syntax``: its tokens, with string literals, comments and backticked names already
+handled, its names, string decoding, lenient bracket matching and keyword sets), not a grammar package. The grammar packages on PyPI were tried: ``graphglot`` 0.14.3 (GQL/Cypher)
 rejects map projections (``RETURN m {.title}``) and ``shortestPath(...)``, both common in the
 Text2Cypher corpus, and the libcypher-parser bindings are unmaintained C extensions. The rewards only
 need two things, graph patterns and ``property OP literal`` comparisons, and need them to degrade
@@ -45,10 +45,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from graphs.cypher_guard import Token, tokenize
-
-TEMPORAL_FUNCTIONS = frozenset({"date", "datetime", "localdatetime", "time", "localtime", "duration"})
-_COMPARISON_WORDS = {"STARTS": "WITH", "ENDS": "WITH", "CONTAINS": None, "IN": None}
+from graphs.cypher_syntax import (TEMPORAL_FUNCTIONS, WORD_OPERATORS, decode_string, group_end, is_closing,
+                                  is_opening, name_of, tokenize)
 _TRIPLE_TEXT = re.compile(r"^\(:(?P<src>.+?)\)-\[:(?P<type>.+?)\]-(?P<arrow>>?)\(:(?P<dst>.+?)\)$")
 
 
@@ -86,40 +84,7 @@ class ParsedQuery:
     key_values: list[dict[str, Any]] = field(default_factory=list)
 
 
-# -- token helpers -------------------------------------------------------------------------------------
-
-def _name(tok: Token | None) -> str | None:
-    """A label / type / property / variable name from a word or backticked token."""
-    if tok is None:
-        return None
-    if tok.kind == "word":
-        return tok.text
-    if tok.kind == "quoted" and len(tok.text) >= 2 and tok.text.endswith("`"):
-        return tok.text[1:-1].replace("``", "`")
-    return None
-
-
-def decode_string(text: str) -> str:
-    """The value of a Cypher string literal token (either quote style, backslash escapes)."""
-    body = text[1:-1] if len(text) >= 2 and text[-1] == text[0] else text[1:]
-    out, i = [], 0
-    simple = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "\\": "\\", "'": "'", '"': '"'}
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in simple:
-                out.append(simple[nxt])
-                i += 2
-                continue
-            if nxt in "uU" and re.fullmatch(r"[0-9a-fA-F]{4}", body[i + 2:i + 6] or ""):
-                out.append(chr(int(body[i + 2:i + 6], 16)))
-                i += 6
-                continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
+# -- literals --------------------------------------------------------------------------------------------
 
 def _number(text: str) -> int | float | None:
     try:
@@ -146,7 +111,7 @@ class _Parser:
         return self.t[i].text if 0 <= i < self.n else ""
 
     def upper(self, i: int) -> str:
-        return self.t[i].text.upper() if 0 <= i < self.n and self.t[i].kind == "word" else ""
+        return self.t[i].upper if 0 <= i < self.n else ""
 
     # -- literals --------------------------------------------------------------------------------
     def literal(self, i: int) -> tuple[bool, Any, int]:
@@ -190,25 +155,23 @@ class _Parser:
 
     def map_literal(self, i: int) -> tuple[list[tuple[str, Any]], int]:
         """Literal entries of the map starting at i ('{'), and the index after its '}'."""
-        entries, j, depth = [], i + 1, 1
+        close = group_end(self.t, i + 1)
+        entries, j = [], i + 1
         expect_key = True
-        while j < self.n and depth:
+        while j < close:
             tok = self.t[j]
-            if tok.text in "{[(" and tok.kind == "punct":
-                depth += 1
-            elif tok.text in "}])" and tok.kind == "punct":
-                depth -= 1
-                j += 1
+            if is_opening(tok):  # a nested map, list or call: its entries are not this map's
+                j = group_end(self.t, j + 1) + 1
                 continue
-            if depth == 1 and expect_key and _name(tok) and self.text(j + 1) == ":":
+            if expect_key and name_of(tok) and self.text(j + 1) == ":":
                 ok, value, k = self.literal(j + 2)
                 if ok and self.text(k) in (",", "}"):
-                    entries.append((_name(tok), value))
+                    entries.append((name_of(tok), value))
                 expect_key = False
-            if depth == 1 and tok.text == ",":
+            if tok.text == ",":
                 expect_key = True
             j += 1
-        return entries, j
+        return entries, min(close + 1, self.n)
 
     # -- patterns --------------------------------------------------------------------------------
     def names_after_colon(self, j: int) -> tuple[list[str], int]:
@@ -218,7 +181,7 @@ class _Parser:
             k = j + 1
             if self.text(k) == ":":  # [:A|:B]
                 k += 1
-            name = _name(self.t[k]) if k < self.n else None
+            name = name_of(self.t[k]) if k < self.n else None
             if name is None:
                 break
             names.append(name)
@@ -231,9 +194,9 @@ class _Parser:
             return None
         j = i + 1
         var = None
-        if j < self.n and _name(self.t[j]) and (self.text(j + 1) in (":", ")", "{", "$")
+        if j < self.n and name_of(self.t[j]) and (self.text(j + 1) in (":", ")", "{", "$")
                                                 or self.upper(j + 1) == "WHERE"):
-            var = _name(self.t[j])
+            var = name_of(self.t[j])
             j += 1
         labels, j = self.names_after_colon(j)
         props: list[tuple[str, Any]] = []
@@ -242,15 +205,7 @@ class _Parser:
         elif self.text(j) == "$":
             j += 2
         if self.upper(j) == "WHERE":  # inline predicate: skip to the closing ')'
-            depth = 0
-            while j < self.n:
-                if self.text(j) in "([{" and self.t[j].kind == "punct":
-                    depth += 1
-                elif self.text(j) in ")]}" and self.t[j].kind == "punct":
-                    if depth == 0:
-                        break
-                    depth -= 1
-                j += 1
+            j = group_end(self.t, j)
         if self.text(j) != ")":
             return None
         return (var, labels, props), j + 1
@@ -270,22 +225,20 @@ class _Parser:
         var, types, props = None, [], []
         if self.text(j) == "[":
             j += 1
-            if j < self.n and _name(self.t[j]) and self.text(j + 1) in (":", "]", "*", "{", "$"):
-                var = _name(self.t[j])
+            if j < self.n and name_of(self.t[j]) and self.text(j + 1) in (":", "]", "*", "{", "$"):
+                var = name_of(self.t[j])
                 j += 1
             types, j = self.names_after_colon(j)
-            depth = 0
-            while j < self.n:
+            while j < self.n:  # to the closing ']', reading the property map (*1..3 and the like skipped)
                 tok = self.t[j]
-                if tok.text == "{" and depth == 0:
+                if tok.text == "{":
                     props, j = self.map_literal(j)
                     continue
-                if tok.kind == "punct" and tok.text in "([{":
-                    depth += 1
-                elif tok.kind == "punct" and tok.text in ")]}":
-                    if depth == 0:
-                        break
-                    depth -= 1
+                if is_opening(tok):
+                    j = group_end(self.t, j + 1) + 1
+                    continue
+                if is_closing(tok):
+                    break
                 j += 1
             if self.text(j) != "]":
                 return None
@@ -415,10 +368,10 @@ class _Parser:
             if inner is not None and self.text(inner[2]) == ")":
                 return inner[0], inner[1], inner[2] + 1
             return None
-        var = _name(tok)
+        var = name_of(tok)
         if var is None or self.text(i + 1) != "." or i + 2 >= self.n:
             return None
-        prop = _name(self.t[i + 2])
+        prop = name_of(self.t[i + 2])
         if prop is None or self.text(i + 3) == ".":
             return None
         if self.text(i + 3) == "(":  # a namespaced function call such as apoc.text.x(...)
@@ -432,8 +385,8 @@ class _Parser:
         if self.text(j) in ("=", "<", ">") and self.t[j].kind == "punct":
             return self.text(j), j + 1
         word = self.upper(j)
-        if word in _COMPARISON_WORDS:
-            follow = _COMPARISON_WORDS[word]
+        if word in WORD_OPERATORS:
+            follow = WORD_OPERATORS[word]
             if follow is None:
                 return word, j + 1
             if self.upper(j + 1) == follow:

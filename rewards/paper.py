@@ -8,8 +8,9 @@ with TRL, pass them as separate reward functions with weight 1 each (``rewards.w
 **format_reward**: +1 when ``rewards.completions.check_format`` holds, else -1.
 
 **answer_reward**: +1 when the query in ``<answer>`` equals ``gold_cypher`` after ``normalize_cypher``,
-else -1 (also -1 without an ``<answer>`` tag). The normalization, on the tokens of
-``graphs.cypher_guard.tokenize`` (so nothing inside strings or backticks is touched):
+else -1 (also -1 without an ``<answer>`` tag). The normalization, on the tokens of the Cypher toolkit
+``graphs.cypher_syntax`` (so nothing inside strings or backticks is touched), with its keyword rule
+and keyword set (``is_keyword``, ``KEYWORDS``):
 
 1. whitespace and comments vanish (tokens are re-joined with single spaces); a surrounding code fence
    and a trailing ``;`` are dropped;
@@ -82,7 +83,8 @@ import math
 import re
 from typing import Any, Callable, Iterable
 
-from graphs.cypher_guard import Token, tokenize
+from graphs.cypher_syntax import (CALLABLE_KEYWORDS, CLAUSE_OPENERS, KEYWORDS, OPENING, Token, decode_string,
+                                  enclosing_brackets, group_end, is_keyword, name_of, plain_name, tokenize)
 from rewards import cypher_parse
 from rewards.completions import check_format, completion_text, extract_answer, extract_tag
 from rewards.completions import kwargs_column as _column
@@ -106,20 +108,11 @@ def format_reward(prompts, completions, **kwargs) -> list[float]:
 
 # -- answer ------------------------------------------------------------------------------------------------
 
-KEYWORDS = frozenset("""
-ALL AND AS ASC ASCENDING BY CALL CASE CONTAINS COUNT DESC DESCENDING DISTINCT ELSE END ENDS EXISTS FALSE
-IN IS LIMIT MATCH NOT NULL OF OPTIONAL OR ORDER RETURN SKIP STARTS THEN TRUE UNION UNWIND WHEN WHERE
-WITH XOR YIELD OFFSET COLLECT SHORTEST ANY
-""".split())
-_NOT_FUNCTIONS = KEYWORDS - {"COUNT", "EXISTS", "ANY", "ALL", "COLLECT"}  # keywords that may precede '('
-_CLAUSE_OPENERS = frozenset({"MATCH", "WITH", "RETURN", "UNWIND", "CALL", "WHERE", "ORDER", "SKIP", "LIMIT",
-                             "UNION", "OPTIONAL", "YIELD"})
-_PLAIN_NAME = re.compile(r"[^\W\d]\w*\Z")
 _DECIMAL = re.compile(r"\d+\.\d+(?:[eE][+-]?\d+)?\Z|\d+[eE][+-]?\d+\Z")
 
 
 def _canonical_string(text: str) -> str:
-    value = cypher_parse.decode_string(text)
+    value = decode_string(text)
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
@@ -127,12 +120,8 @@ def _unquote(tokens: list[Token]) -> list[Token]:
     """Backticked plain names become word tokens (marked so they never read as keywords)."""
     out = []
     for tok in tokens:
-        if tok.kind == "quoted" and tok.text.endswith("`") and len(tok.text) > 2:
-            inner = tok.text[1:-1].replace("``", "`")
-            if _PLAIN_NAME.match(inner):
-                out.append(Token("name", inner))
-                continue
-        out.append(tok)
+        inner = plain_name(tok)
+        out.append(Token("name", inner, tok.start, tok.end) if inner is not None else tok)
     return out
 
 
@@ -154,26 +143,18 @@ def normalize_cypher(query: str) -> str:
         return tokens[i].text.upper() if 0 <= i < n and tokens[i].kind == "word" else ""
 
     # bracket context of every token, and the clause keyword (at the outermost brace level) it is in
-    innermost: list[str] = []
-    brace_depth: list[int] = []
-    stack: list[str] = []
+    around = enclosing_brackets(tokens)
+    innermost = [brackets[-1] if brackets else "" for brackets in around]
+    brace_depth = [brackets.count("{") for brackets in around]
     clause_at: list[str] = []
     clause_by_depth: dict[int, str] = {0: ""}
     for i, tok in enumerate(tokens):
-        if tok.kind == "punct" and tok.text in ")]}" and stack:
-            if stack[-1] == "{":
-                clause_by_depth.pop(stack.count("{"), None)
-            stack.pop()
-        innermost.append(stack[-1] if stack else "")
-        depth = stack.count("{")
-        brace_depth.append(depth)
-        prev = text(i - 1)
-        if (tok.kind == "word" and prev not in (".", ":", "$") and tok.text.upper() in _CLAUSE_OPENERS
-                and (not stack or stack[-1] == "{")):
-            clause_by_depth[depth] = tok.text.upper()
+        depth = brace_depth[i]
+        for deeper in [d for d in clause_by_depth if d > depth]:  # a closed brace ends its clauses
+            del clause_by_depth[deeper]
+        if is_keyword(tokens, i) and tok.upper in CLAUSE_OPENERS and innermost[i] in ("", "{"):
+            clause_by_depth[depth] = tok.upper
         clause_at.append(clause_by_depth.get(depth, ""))
-        if tok.kind == "punct" and tok.text in "([{":
-            stack.append(tok.text)
 
     def name_position(i: int) -> bool:
         """A name that can be a variable: not a property/label/parameter, map key or function."""
@@ -222,12 +203,11 @@ def normalize_cypher(query: str) -> str:
                 if tok.text not in renames:
                     renames[tok.text] = f"v{len(renames) + 1}"
                 out.append(renames[tok.text])
-            elif tok.kind == "word" and text(i - 1) not in (".", ":", "$") and text(i + 1) == "(" \
-                    and tok.text.upper() not in _NOT_FUNCTIONS:
+            elif is_keyword(tokens, i) and text(i + 1) == "(" and (tok.upper not in KEYWORDS
+                                                                 or tok.upper in CALLABLE_KEYWORDS):
                 out.append(tok.text.lower())  # a function name
-            elif tok.kind == "word" and text(i - 1) not in (".", ":", "$") and tok.text.upper() in KEYWORDS \
-                    and not (text(i + 1) == ":" and innermost[i] == "{"):
-                out.append(tok.text.upper())
+            elif is_keyword(tokens, i) and tok.upper in KEYWORDS:
+                out.append(tok.upper)
             else:
                 out.append(tok.text)
         else:
@@ -256,7 +236,6 @@ def answer_reward(prompts, completions, **kwargs) -> list[float]:
 
 # -- item splitting shared by key-value and triple extraction ----------------------------------------------
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
 _QUOTES = {"'": "'", '"': '"', "`": "`", "“": "”", "‘": "’", "«": "»"}
 _BULLET = re.compile(r"\A\s*(?:[-*•·]|\d+[.)])\s+")
 
@@ -271,8 +250,8 @@ def _split_items(content: str, separators: str = ",;\n") -> list[str]:
             continue
         if ch in _QUOTES:
             quote = _QUOTES[ch]
-        elif ch in _OPEN:
-            stack.append(_OPEN[ch])
+        elif ch in OPENING:
+            stack.append(OPENING[ch])
         elif stack and ch == stack[-1]:
             stack.pop()
         elif not stack and ch in separators:
@@ -412,7 +391,7 @@ def _triple_chain(item: str) -> list[Triple]:
     def name(i: int) -> str | None:
         if i >= n:
             return None
-        return cypher_parse._name(tokens[i])
+        return name_of(tokens[i])
 
     def node(i: int):
         if i < n and tokens[i].text == "(":
@@ -428,13 +407,7 @@ def _triple_chain(item: str) -> list[Triple]:
                 labels.append(name(j + 1))
                 j += 2
             if j < n and tokens[j].text == "{":  # ignore a property map
-                depth = 0
-                while j < n:
-                    depth += tokens[j].text == "{"
-                    depth -= tokens[j].text == "}"
-                    j += 1
-                    if depth == 0:
-                        break
+                j = group_end(tokens, j + 1) + 1
             if labels and j < n and tokens[j].text == ")":
                 return labels, j + 1
             return None
@@ -580,35 +553,82 @@ def _golds(kwargs: dict, column: str, n: int, derive: Callable[[str], list]) -> 
     return out
 
 
-def _superset_reward(name: str, tag: str, parse: Callable, column: str, derive: Callable, items: Callable,
-                     covers: Callable, max_factor: float, slack: int, empty_gold: str):
-    """A reward that extracts ``<tag>`` items, parses them and scores them against the gold items
-    (``superset_score`` with the guard settings); ``name`` is the function name TRL logs."""
-    _check_guard(max_factor, slack, empty_gold)
+class SupersetReward:
+    """The base of the key-value and triple rewards: extracts the ``<tag>`` items of each completion,
+    parses them and scores them against the row's gold items (``superset_score`` with this reward's
+    guard settings). A callable class, as TRL's reward functions are, so that it pickles (to worker
+    processes); ``__name__`` is the name TRL logs. Subclasses set the class attributes."""
 
-    def reward(prompts, completions, **kwargs) -> list[float | None]:
+    name: str        # what TRL logs
+    tag: str         # the completion tag holding the items
+    column: str      # the dataset column of the gold items
+
+    def __init__(self, *, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact"):
+        _check_guard(max_factor, slack, empty_gold)
+        self.max_factor, self.slack, self.empty_gold = max_factor, slack, empty_gold
+        self.__name__ = self.__qualname__ = self.name
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(max_factor={self.max_factor!r}, slack={self.slack!r}, "
+                f"empty_gold={self.empty_gold!r})")
+
+    @staticmethod
+    def parse(content: str | None) -> list:
+        """The items of a tag's content."""
+        raise NotImplementedError
+
+    @staticmethod
+    def derive(gold_cypher: str) -> list:
+        """The gold items derived from a gold query (for rows without the gold column)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def gold_items(gold: Iterable[Any]) -> list:
+        """The comparison form of a row's gold items."""
+        raise NotImplementedError
+
+    @staticmethod
+    def covers(item: Any, gold: Any) -> bool:
+        """Whether one extracted item covers one gold item."""
+        raise NotImplementedError
+
+    def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         texts = _texts(completions)
-        golds = _golds(kwargs, column, len(texts), derive)
-        return [superset_score(parse(extract_tag(text, tag)), items(gold), covers, max_factor=max_factor,
-                               slack=slack, empty_gold=empty_gold) for text, gold in zip(texts, golds)]
-
-    reward.__name__ = reward.__qualname__ = name
-    return reward
+        golds = _golds(kwargs, self.column, len(texts), self.derive)
+        return [superset_score(self.parse(extract_tag(text, self.tag)), self.gold_items(gold), self.covers,
+                               max_factor=self.max_factor, slack=self.slack, empty_gold=self.empty_gold)
+                for text, gold in zip(texts, golds)]
 
 
-def make_key_value_reward(*, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact"):
-    """A key-value reward with its own guard settings (see the module docstring)."""
-    return _superset_reward("key_value_reward", "key_value", parse_key_values, "gold_key_values",
-                            cypher_parse.gold_key_values, _gold_kv_items, _kv_covers, max_factor, slack, empty_gold)
+class KeyValueReward(SupersetReward):
+    """+1 when the ``<key_value>`` items cover the gold key-values (guarded), else -1."""
+
+    name, tag, column = "key_value_reward", "key_value", "gold_key_values"
+    parse = staticmethod(parse_key_values)
+    derive = staticmethod(cypher_parse.gold_key_values)
+    gold_items = staticmethod(_gold_kv_items)
+    covers = staticmethod(_kv_covers)
 
 
-def make_triple_reward(*, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact"):
-    """A triple reward with its own guard settings (see the module docstring)."""
-    return _superset_reward("triple_reward", "relationship", parse_triples, "gold_triples", cypher_parse.gold_triples,
-                            _gold_triple_items, _triple_covers, max_factor, slack, empty_gold)
+class TripleReward(SupersetReward):
+    """+1 when the ``<relationship>`` triples cover the gold triples (guarded), else -1."""
+
+    name, tag, column = "triple_reward", "relationship", "gold_triples"
+    parse = staticmethod(parse_triples)
+    derive = staticmethod(cypher_parse.gold_triples)
+    gold_items = staticmethod(_gold_triple_items)
+    covers = staticmethod(_triple_covers)
+
+
+def make_key_value_reward(*, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact") -> KeyValueReward:
+    """A key-value reward with its own guard settings (see the module docstring); picklable."""
+    return KeyValueReward(max_factor=max_factor, slack=slack, empty_gold=empty_gold)
+
+
+def make_triple_reward(*, max_factor: float = 2.0, slack: int = 1, empty_gold: str = "exact") -> TripleReward:
+    """A triple reward with its own guard settings (see the module docstring); picklable."""
+    return TripleReward(max_factor=max_factor, slack=slack, empty_gold=empty_gold)
 
 
 key_value_reward = make_key_value_reward()
-key_value_reward.__doc__ = "+1 when the ``<key_value>`` items cover the gold key-values (guarded), else -1."
 triple_reward = make_triple_reward()
-triple_reward.__doc__ = "+1 when the ``<relationship>`` triples cover the gold triples (guarded), else -1."

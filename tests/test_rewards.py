@@ -320,6 +320,24 @@ def test_empty_gold_modes():
         make_key_value_reward(max_factor=0.5)
 
 
+def test_the_superset_rewards_pickle_and_score_the_same():
+    import pickle
+
+    kw = {"gold_triples": [[], ["(:Province)-[:GARRISONS]->(:Legion)"], None],
+          "gold_key_values": [[], [{"label": "Legion", "property": "name", "value": "Legion"}], None],
+          "gold_cypher": [None, None, DARABONT_GOLD]}
+    said_none = respond("none", "none", "RETURN 1")
+    listed = respond("Legion", "(:Province)-[:GARRISONS]->(:Legion)", "RETURN 1")
+    completions = [said_none, listed, DARABONT_RESPONSE]
+    for fn in (key_value_reward, triple_reward, make_key_value_reward(max_factor=5, slack=0, empty_gold="skip"),
+               make_triple_reward(empty_gold="pass")):
+        clone = pickle.loads(pickle.dumps(fn))
+        assert clone is not fn and clone.__name__ == fn.__name__ and repr(clone) == repr(fn)
+        scores = fn(None, completions, **kw)
+        assert clone(None, completions, **kw) == scores and scores[1:] == [1.0, 1.0]
+    assert make_triple_reward(empty_gold="skip")(None, completions, **kw)[0] is None
+
+
 def test_gold_columns_must_align_and_exist():
     with pytest.raises(ValueError, match="2 entries for 1"):
         triple_reward(None, ["x"], gold_triples=[[], []])
