@@ -1,4 +1,4 @@
-"""A minimal OpenAI-compatible chat-completions client (standard library only), shared by the LLM
+"""A minimal OpenAI-compatible chat-completions client (urllib; tenacity for the retries), shared by the LLM
 rewrite pass, the user simulator's LLM backend and the evaluator's API backend.
 
 ``base_url`` is the server root or its ``/v1``. 429, 5xx, timeouts and connection failures are
@@ -16,6 +16,9 @@ import time
 import urllib.error
 import urllib.request
 from typing import Any
+
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
 from graphs.errors import InfrastructureError
 
 
@@ -25,6 +28,14 @@ class ChatError(InfrastructureError):
     def __init__(self, message: str, *, transient: bool):
         super().__init__(message)
         self.transient = transient
+
+
+class _Transient(InfrastructureError):
+    """A failure worth retrying (429, 5xx, timeout, dropped connection); never leaves this module."""
+
+    def __init__(self, message: str, *, retry_after: str | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def _error_body(exc: urllib.error.HTTPError) -> str:
@@ -53,8 +64,11 @@ class OpenAIChat:
         return urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"), headers=headers,
                                       method="POST")
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        delay = self.backoff * 2 ** attempt
+    def _wait(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt: ``backoff * 2**n``, or the server's Retry-After when it is
+        longer (capped at ``max_backoff``)."""
+        delay = self.backoff * 2 ** (state.attempt_number - 1)
+        retry_after = getattr(state.outcome.exception(), "retry_after", None) if state.outcome else None
         if retry_after:
             try:
                 delay = max(delay, min(float(retry_after), self.max_backoff))
@@ -70,34 +84,37 @@ class OpenAIChat:
         if seed is not None:
             body["seed"] = seed  # servers that honour it make runs reproducible
         request = self._request(body)
-        last = ""
-        for attempt in range(self.retries + 1):
-            retry_after = None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-                content = payload["choices"][0]["message"]["content"]
-                return content if isinstance(content, str) else ""
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} {exc.reason}: {_error_body(exc)}".strip()
-                if exc.code != 429 and exc.code < 500:
-                    raise ChatError(f"{self.url} refused the request: {last}", transient=False) from None
-                retry_after = exc.headers.get("Retry-After")
-            except (TimeoutError, socket.timeout) as exc:
-                last = f"no answer within {self.timeout:g} s ({exc})"
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                    last = f"no answer within {self.timeout:g} s"
-                else:
-                    last = f"cannot reach the server: {exc.reason}"
-            except (ConnectionError, http.client.HTTPException) as exc:  # dropped mid-response
-                last = f"the connection failed: {exc!r}"
-            except UnicodeDecodeError as exc:
-                raise ChatError(f"{self.url} sent a reply that is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                                transient=False) from None
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise ChatError(f"{self.url} sent a reply that is not a chat completion: {exc!r}",
-                                transient=False) from None
-            if attempt < self.retries:
-                time.sleep(self._delay(attempt, retry_after))
-        raise ChatError(f"{self.url} failed {self.retries + 1} time(s); last error: {last}", transient=True)
+        retrying = Retrying(stop=stop_after_attempt(self.retries + 1), wait=self._wait,
+                            retry=retry_if_exception_type(_Transient), sleep=time.sleep, reraise=True)
+        try:
+            return retrying(self._complete_once, request)
+        except _Transient as exc:
+            raise ChatError(f"{self.url} failed {self.retries + 1} time(s); last error: {exc}",
+                            transient=True) from None
+
+    def _complete_once(self, request: urllib.request.Request) -> str:
+        """One request: the content, ``_Transient`` for what is worth retrying, ``ChatError`` otherwise."""
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.loads(response.read().decode("utf-8"))
+            content = payload["choices"][0]["message"]["content"]
+            return content if isinstance(content, str) else ""
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code} {exc.reason}: {_error_body(exc)}".strip()
+            if exc.code != 429 and exc.code < 500:
+                raise ChatError(f"{self.url} refused the request: {last}", transient=False) from None
+            raise _Transient(last, retry_after=exc.headers.get("Retry-After")) from None
+        except (TimeoutError, socket.timeout) as exc:
+            raise _Transient(f"no answer within {self.timeout:g} s ({exc})") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
+                raise _Transient(f"no answer within {self.timeout:g} s") from None
+            raise _Transient(f"cannot reach the server: {exc.reason}") from None
+        except (ConnectionError, http.client.HTTPException) as exc:  # dropped mid-response
+            raise _Transient(f"the connection failed: {exc!r}") from None
+        except UnicodeDecodeError as exc:
+            raise ChatError(f"{self.url} sent a reply that is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                            transient=False) from None
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise ChatError(f"{self.url} sent a reply that is not a chat completion: {exc!r}",
+                            transient=False) from None
