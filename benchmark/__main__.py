@@ -9,11 +9,7 @@ import time
 from pathlib import Path
 
 from graphs import connections, server
-from graphs.spec import SpecError
-
-
-def _err(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+from graphs.cli import run_command
 
 
 def cmd_build(args) -> int:
@@ -146,14 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from benchmark.build import BuildError
 
-    try:
-        return COMMANDS[args.command](args)
-    except (BuildError, SpecError, connections.ConfigError, ValueError, FileNotFoundError) as exc:
-        _err(str(exc))
-        return 2
-    except server.ServerError as exc:
-        _err(f"local Neo4j: {exc}")
-        return 3
+    return run_command(COMMANDS[args.command], args, input_errors=(BuildError, ValueError, FileNotFoundError))
 
 
 if __name__ == "__main__":

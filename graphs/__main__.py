@@ -7,11 +7,8 @@ import json
 import sys
 
 from graphs import connections, server
-from graphs.spec import SpecError, all_specs, get_spec
-
-
-def _err(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+from graphs.cli import error, run_command
+from graphs.spec import all_specs, get_spec
 
 
 def _worlds(names: list[str] | None):
@@ -116,7 +113,7 @@ def cmd_query(args) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     elif result.error:
-        _err(f"{result.error.kind}: {result.error.message}")
+        error(f"{result.error.kind}: {result.error.message}")
     else:
         print("\t".join(result.columns))
         for row in result.rows:
@@ -142,7 +139,7 @@ def cmd_search(args) -> int:
     try:
         result = search_values(args.world, args.label, args.property, args.query)
     except SearchError as exc:
-        _err(str(exc))
+        error(str(exc))
         return 2
     if args.json:
         print(json.dumps({"values": result.values, "stage": result.stage}, ensure_ascii=False))
@@ -191,14 +188,7 @@ COMMANDS = {"serve": cmd_serve, "stop": cmd_stop, "load": cmd_load, "status": cm
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return COMMANDS[args.command](args)
-    except (SpecError, connections.ConfigError) as exc:
-        _err(str(exc))
-        return 2
-    except server.ServerError as exc:
-        _err(f"local Neo4j: {exc}")
-        return 3
+    return run_command(COMMANDS[args.command], args)
 
 
 if __name__ == "__main__":
