@@ -29,9 +29,10 @@ which the clause splitter also does not read as a keyword. The keyword sets are 
 once.
 
 **Brackets**: ``bracket_pairs`` matches them strictly (``CypherParseError`` on a mismatch; for the
-metrics, which must be right on queries Neo4j accepts); ``enclosing_brackets`` and ``group_end`` are
-lenient (for the rewards, which read any text and never raise: every closing bracket closes the
-innermost open one, whatever its kind).
+metrics, which must be right on queries Neo4j accepts); ``enclosing_brackets``, ``group_end`` and
+``nesting_depth`` are lenient (for the rewards, which read any text and never raise, and for the
+guard's nesting cap: every closing bracket closes the innermost open one, whatever its kind, and one
+with nothing open is ignored).
 
 **Clauses**: ``parse`` gives the tokens and bracket pairs of a query; ``split_union`` splits it into
 UNION parts and ``split_clauses`` each part into clauses at bracket depth 0 (whatever sits inside
