@@ -1360,7 +1360,12 @@ _SLOT = re.compile(r"\{[^{}]*\}")
 
 
 def leaks(text: str, spec=None, *, allowed: Iterable[str] = ()) -> list[str]:
-    """Schema identifiers, Cypher keywords and template slots found in ``text``.
+    """Schema identifiers, Cypher keywords and template slots found in ``text``: the one leak check, run
+    by the builder's ``leak`` gate on every utterance of a non-technical persona (and on an LLM rewrite
+    of one) and by the tests over every template. It supersedes the builder's own rule, which matched
+    16 keywords as case-sensitive substrings and only the world's identifiers; this one matches whole
+    tokens, the full keyword list and any identifier-shaped token (a default test build and a default
+    train build are byte-identical under either).
 
     Flags: upper-case Cypher keywords (``MATCH``, ``COUNT`` ...), UPPER_SNAKE tokens, CamelCase tokens,
     identifiers with an underscore, ``{slot}`` placeholders, and, given the world ``spec``, its

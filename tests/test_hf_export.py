@@ -128,3 +128,11 @@ def test_the_row_codec_round_trips_a_real_build(tmp_path):
     build("test", tmp_path, seed=5, sessions=14, hf=False)
     turns = [t for s in read_sessions(tmp_path) for t in s.turns]
     assert turns and all(Turn.from_row(t.to_row()) == t for t in turns)
+
+
+def test_one_chain_dependence_rule(sessions):
+    from benchmark.session import CHAIN_MODES, is_chain_dependent
+
+    assert [m for m in CHAIN_MODES if not is_chain_dependent(m)] == ["none", "topic_shift"]
+    for t in (t for s in sessions for t in s.turns):
+        assert t.chain_dependent == is_chain_dependent(t.chain_mode) == (t.chain_mode != "none")

@@ -462,3 +462,19 @@ def test_leak_detector():
     assert "{prop}" in leaks("whose {prop} is 0.1")
     assert leaks("Which provinces are governed by the emperor Quabro Tasherk?") == []
     assert leaks("Which patients have AB as their blood type?") == []
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.world)
+def test_the_one_leak_check_flags_every_identifier_the_builders_old_rule_did(spec):
+    """The builder's gate now calls this ``leaks`` (it had its own rule): every relationship type, every
+    multi-word label and every snake_case property of the world, and the Cypher keywords it listed, are
+    still flagged in a sentence."""
+    props = {p.name for n in spec.nodes for p in n.properties} | {p.name for r in spec.relationships
+                                                                   for p in r.properties}
+    names = (list(spec.relationship_types) + [l for l in spec.labels if any(c.isupper() for c in l[1:])]
+             + sorted(p for p in props if "_" in p))
+    for name in names:
+        assert name in leaks(f"Show me the {name} of those, please.", spec), name
+    for keyword in ("MATCH", "RETURN", "WHERE", "WITH", "ORDER", "LIMIT", "DISTINCT", "OPTIONAL", "UNWIND",
+                    "CALL", "CREATE", "MERGE", "DETACH", "DELETE", "COUNT", "COLLECT"):
+        assert keyword in leaks(f"then {keyword}(x) them", spec), keyword
