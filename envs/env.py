@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import string
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.executor import SafeExecutor
 from graphs.schema import introspect
 from graphs.search import SearchError, SearchUnavailable, search_values
-from graphs.errors import InfrastructureError
+from graphs.errors import InfrastructureError, InputError
 
 PROTOCOLS = ("guided", "agentic")
 VARIANTS = (None, "persistent_schema", "disclosed_horizon", "budget_encouraging")
@@ -102,28 +103,88 @@ def load_dataset(dataset: str | Path | None) -> list[Session]:
     return _DATASET_CACHE[key]
 
 
-class CypherTurnEnv(gym.Env):
-    """One CypherTurn session per episode; text observations and text actions."""
+RENDER_MODES = ("ansi",)
 
-    metadata = {"render_modes": ["ansi"]}
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """How a CypherTurn environment plays its sessions; shared by ``CypherTurnEnv`` and the TRL adapter's
+    ``CypherTurnToolEnv``. Validated on construction (``InputError`` naming the field). The sessions
+    themselves (``dataset`` / ``sessions``) are not part of it: they are the data, passed beside it."""
+
+    protocol: str = "guided"
+    """``"guided"`` (schema and gold history shown, 3 actions per turn) or ``"agentic"`` (schema withheld,
+    one shared budget)."""
+
+    budget_multiplier: int = 3
+    """The agentic budget is B = T x ``budget_multiplier`` actions for a session of T turns (m >= 1)."""
+
+    variant: str | None = None
+    """An agentic ablation: ``"persistent_schema"``, ``"disclosed_horizon"`` or ``"budget_encouraging"``;
+    None for the protocol as specified (and always for guided)."""
+
+    timeout: float = 120.0
+    """Seconds a query may run (the agent's EXECUTE_CYPHER and the judge's scoring), the paper's 120 s."""
+
+    user_simulator_backend: Any = None
+    """The agentic ASK_USER reply backend (``envs.simulator.LLMReplyBackend``); None: the rule-based user."""
+
+    render_mode: str | None = None
+    """Gymnasium's render mode: None or ``"ansi"`` (``render()`` returns the transcript either way)."""
+
+    def __post_init__(self):
+        if self.protocol not in PROTOCOLS:
+            raise InputError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        if self.variant not in VARIANTS or (self.variant and self.protocol != "agentic"):
+            raise InputError(f"variant must be one of {VARIANTS[1:]} (agentic protocol only), got {self.variant!r}")
+        if (not isinstance(self.budget_multiplier, int) or isinstance(self.budget_multiplier, bool)
+                or self.budget_multiplier < 1):
+            raise InputError(f"budget_multiplier must be a positive integer, got {self.budget_multiplier!r}")
+        if (not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool)
+                or not self.timeout > 0):
+            raise InputError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if self.render_mode is not None and self.render_mode not in RENDER_MODES:
+            raise InputError(f"render_mode must be None or one of {RENDER_MODES}, got {self.render_mode!r}")
+
+
+def env_config(config: EnvConfig | None, **loose: Any) -> EnvConfig:
+    """``config``, or one built from the loose keyword arguments that predate it (every env class still
+    takes them). Both at once is an InputError unless the loose ones are left at their defaults."""
+    if config is None:
+        return EnvConfig(**loose)
+    if not isinstance(config, EnvConfig):
+        raise InputError(f"config must be an EnvConfig, got {type(config).__name__}")
+    defaults = EnvConfig()
+    changed = sorted(k for k, v in loose.items() if v != getattr(defaults, k))
+    if changed:
+        raise InputError(f"pass either config= or keyword arguments, not both (got config= and {', '.join(changed)})")
+    return config
+
+
+class CypherTurnEnv(gym.Env):
+    """One CypherTurn session per episode; text observations and text actions.
+
+    ``CypherTurnEnv(config=EnvConfig(...), dataset=... | sessions=...)``, or the config's fields as keyword
+    arguments (``CypherTurnEnv("agentic", budget_multiplier=5)``, as ``gymnasium.make`` passes them).
+    ``dataset``: a build directory or sessions.jsonl (None: the default test build); ``sessions``: the
+    sessions themselves (they win over ``dataset``)."""
+
+    metadata = {"render_modes": list(RENDER_MODES)}
 
     def __init__(self, protocol: str = "guided", dataset: str | Path | None = None, *, budget_multiplier: int = 3,
                  variant: str | None = None, timeout: float = 120.0, sessions: list[Session] | None = None,
-                 user_simulator_backend=None, render_mode: str | None = None):
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-        if variant not in VARIANTS or (variant and protocol != "agentic"):
-            raise ValueError(f"variant must be one of {VARIANTS[1:]} (agentic protocol only), got {variant!r}")
-        if not isinstance(budget_multiplier, int) or budget_multiplier < 1:
-            raise ValueError(f"budget_multiplier must be a positive integer, got {budget_multiplier!r}")
-        self.protocol = protocol
-        self.variant = variant
-        self.m = budget_multiplier
-        self.timeout = timeout
+                 user_simulator_backend=None, render_mode: str | None = None, config: EnvConfig | None = None):
+        self.config = config = env_config(config, protocol=protocol, budget_multiplier=budget_multiplier,
+                                          variant=variant, timeout=timeout,
+                                          user_simulator_backend=user_simulator_backend, render_mode=render_mode)
+        self.protocol = config.protocol
+        self.variant = config.variant
+        self.m = config.budget_multiplier
+        self.timeout = config.timeout
         self.sessions = sessions if sessions is not None else load_dataset(dataset)
         self._by_id = {s.id: s for s in self.sessions}
-        self._backend = user_simulator_backend
-        self.render_mode = render_mode
+        self._backend = config.user_simulator_backend
+        self.render_mode = config.render_mode
         self.action_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.observation_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.session: Session | None = None

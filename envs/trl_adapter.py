@@ -68,13 +68,14 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from benchmark.session import Session
 from envs import prompts
 from envs.actions import Action, action_from_tool_call, tool_call_text
-from envs.env import PROTOCOLS, CypherTurnEnv, load_dataset
+from envs.env import PROTOCOLS, CypherTurnEnv, EnvConfig, env_config, load_dataset
 from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")
@@ -94,22 +95,23 @@ class CypherTurnToolEnv:
     """One CypherTurn turn per episode, acted on through five tools (see the module docstring).
 
     Args (constructor, not a tool): ``dataset`` (a build directory or sessions.jsonl) or ``sessions``;
-    ``protocol``: the default when a row has no ``protocol`` column; ``budget_multiplier``,
-    ``variant``, ``timeout``, ``user_simulator_backend``: as for ``CypherTurnEnv``;
-    ``expose_reward``: False hides ``get_reward`` from TRL (then score with ``env_reward`` in
-    ``reward_funcs``, e.g. to weight it against other rewards without counting it twice).
+    ``config``: the environment's ``envs.env.EnvConfig`` (its ``protocol`` is the default when a row
+    has no ``protocol`` column; a row's own protocol replaces it), or its fields as keyword arguments
+    (``protocol``, ``budget_multiplier``, ``variant``, ``timeout``, ``user_simulator_backend``), as for
+    ``CypherTurnEnv``; ``expose_reward``: False hides ``get_reward`` from TRL (then score with
+    ``env_reward`` in ``reward_funcs``, e.g. to weight it against other rewards without counting it
+    twice).
     """
 
     def __init__(self, dataset: str | Path | None = None, *, sessions: list[Session] | None = None,
                  protocol: str = "guided", budget_multiplier: int = 3, variant: str | None = None,
-                 timeout: float = 120.0, user_simulator_backend=None, expose_reward: bool = True):
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+                 timeout: float = 120.0, user_simulator_backend=None, expose_reward: bool = True,
+                 config: EnvConfig | None = None):
+        self._config = env_config(config, protocol=protocol, budget_multiplier=budget_multiplier, variant=variant,
+                                  timeout=timeout, user_simulator_backend=user_simulator_backend)
         self._sessions = sessions if sessions is not None else load_dataset(dataset)
         self._by_id = {s.id: s for s in self._sessions}
-        self._protocol = protocol
-        self._env_kwargs = {"budget_multiplier": budget_multiplier, "variant": variant, "timeout": timeout,
-                            "user_simulator_backend": user_simulator_backend}
+        self._protocol = self._config.protocol
         self._envs: dict[str, CypherTurnEnv] = {}
         self._env: CypherTurnEnv | None = None
         self._clear()
@@ -160,7 +162,8 @@ class CypherTurnToolEnv:
             raise ValueError(f"session {session!r} has {len(s.turns)} turns; turn {turn!r} is out of range")
         env = self._envs.get(protocol)
         if env is None:
-            env = self._envs[protocol] = CypherTurnEnv(protocol, sessions=self._sessions, **self._env_kwargs)
+            env = self._envs[protocol] = CypherTurnEnv(sessions=self._sessions,
+                                                       config=replace(self._config, protocol=protocol))
         self._env = env
         observation, info = env.reset(options={"session_id": session, "start_turn": index})
         self._turn_index = index

@@ -337,3 +337,31 @@ def test_play_episode_records_the_unplayed_turns_of_an_infrastructure_failure(sm
     assert len(records) == len(s.turns) and all(
         r["infra_error"] == "Neo4j is unavailable" and r["actions"] == [] and r["budget_left"] is None
         and r["session_id"] == s.id for r in records)
+
+
+def test_env_config_is_validated_and_shared_by_both_env_classes(small):
+    from envs.env import EnvConfig
+    from envs.trl_adapter import CypherTurnToolEnv
+    from graphs.errors import InputError
+
+    path, sessions = small
+    for bad, field in [({"protocol": "chat"}, "protocol"), ({"variant": "persistent_schema"}, "variant"),
+                       ({"protocol": "agentic", "budget_multiplier": 0}, "budget_multiplier"),
+                       ({"budget_multiplier": True}, "budget_multiplier"), ({"timeout": 0}, "timeout"),
+                       ({"render_mode": "human"}, "render_mode")]:
+        with pytest.raises(InputError, match=field):
+            EnvConfig(**bad)
+    config = EnvConfig(protocol="agentic", budget_multiplier=2, variant="disclosed_horizon", timeout=30.0)
+    by_config = CypherTurnEnv(dataset=path, config=config)
+    by_keywords = CypherTurnEnv("agentic", dataset=path, budget_multiplier=2, variant="disclosed_horizon", timeout=30.0)
+    assert by_config.config == by_keywords.config == config
+    sid = sessions[0].id
+    assert by_config.reset(options={"session_id": sid}) == by_keywords.reset(options={"session_id": sid})
+    with pytest.raises(InputError, match="not both"):
+        CypherTurnEnv(dataset=path, config=config, budget_multiplier=5)
+    tool_env = CypherTurnToolEnv(sessions=sessions, config=config)
+    tool_env.reset(session=sid, turn=0)
+    assert tool_env._env.config == config  # a row without a protocol plays the config's
+    tool_env.reset(session=sid, turn=0, protocol="agentic")
+    assert CypherTurnToolEnv(sessions=sessions, protocol="agentic", budget_multiplier=2,
+                             variant="disclosed_horizon", timeout=30.0)._config == config
