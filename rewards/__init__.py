@@ -6,7 +6,8 @@ dataset columns (``gold_cypher``, ``gold_key_values``, ``gold_triples``, ``world
 ``gold_columns`` / ``gold_rows``) arrive as keyword lists aligned with the completions.
 
 - ``rewards.paper``: the GRPO paper's four, each +1 / -1: ``format_reward``, ``answer_reward``,
-  ``key_value_reward``, ``triple_reward`` (with the guard against listing the whole schema);
+  ``key_value_reward``, ``triple_reward`` (with the guard against listing the whole schema; picklable
+  ``KeyValueReward`` / ``TripleReward`` instances with other guard settings from ``make_*``);
 - ``rewards.execution``: ``execution_reward`` (EX strict), ``execution_relaxed_reward``,
   ``partial_reward`` (row-level F1) and ``partial_psjs_reward`` (PSJS) on the real Neo4j, judged by
   ``scoring.Judge`` (the evaluator's and the environment's judge): batched, parallel, gold results
@@ -27,8 +28,8 @@ Typical use with TRL::
 from __future__ import annotations
 
 from rewards.completions import check_format, completion_text, extract_answer, extract_tag
-from rewards.paper import (answer_reward, format_reward, key_value_reward, make_key_value_reward,
-                           make_triple_reward, normalize_cypher, triple_reward)
+from rewards.paper import (KeyValueReward, TripleReward, answer_reward, format_reward, key_value_reward,
+                           make_key_value_reward, make_triple_reward, normalize_cypher, triple_reward)
 from rewards.registry import (BUILTINS, ENTRY_POINT_GROUP, PAPER_REWARDS, RewardSpecError, check_signature,
                               parse_reward_specs, resolve, weighted)
 
@@ -44,7 +45,7 @@ def __getattr__(name: str):  # the execution rewards import the Neo4j driver: on
 
 
 __all__ = [
-    "BUILTINS", "ENTRY_POINT_GROUP", "ExecutionReward", "ExecutionRewardOptions", "PAPER_REWARDS", "RewardSpecError", "answer_reward", "check_format",
+    "BUILTINS", "ENTRY_POINT_GROUP", "ExecutionReward", "KeyValueReward", "TripleReward", "ExecutionRewardOptions", "PAPER_REWARDS", "RewardSpecError", "answer_reward", "check_format",
     "check_signature", "completion_text", "execution_reward", "execution_relaxed_reward", "extract_answer",
     "extract_tag", "format_reward", "key_value_reward", "make_execution_reward", "make_key_value_reward",
     "make_partial_reward", "make_triple_reward", "normalize_cypher", "parse_reward_specs", "partial_psjs_reward",

@@ -78,11 +78,11 @@ external corpora such as Neo4j's Text2Cypher dataset). An empty list is a real, 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any, Callable, Iterable
 
+from benchmark.session import decode_json
 from graphs.cypher_syntax import (CALLABLE_KEYWORDS, CLAUSE_OPENERS, KEYWORDS, OPENING, Token, decode_string,
                                   enclosing_brackets, group_end, is_keyword, name_of, plain_name, tokenize)
 from rewards import cypher_parse
@@ -362,7 +362,7 @@ def _gold_kv_items(gold: Iterable[Any]) -> list[tuple[str | None, str | None, st
             if "value" in kv:
                 value = kv["value"]
             elif "value_json" in kv:
-                value = json.loads(kv["value_json"]) if isinstance(kv["value_json"], str) else kv["value_json"]
+                value = decode_json(kv["value_json"]) if isinstance(kv["value_json"], str) else kv["value_json"]
             else:
                 raise ValueError(f"gold key-value {kv!r} has neither 'value' nor 'value_json'")
             label, prop = kv.get("label"), kv.get("property")

@@ -3,7 +3,8 @@
 The pipeline reads spec -> graph -> sessions -> judge/metrics -> rewards -> environment/evaluation ->
 training, so the packages are layered in that order:
 
-    graphs     world specs, the local Neo4j, the Cypher toolkit (lexer, guard), the safe executor
+    graphs     world specs, the local Neo4j, the Cypher toolkit (graphs/cypher_syntax.py: lexer, keyword
+               rule, clauses; graphs/cypher_guard.py), the safe executor
     benchmark  the session generator and the dataset (builds, HF export, annotation)
     scoring    the one judge, the record format, the metrics, summaries and reports
     rewards    the reward functions (they call the judge)

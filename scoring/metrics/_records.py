@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
-NON_CHAIN_MODES = frozenset({"none", "topic_shift"})
+from benchmark.session import is_chain_dependent as session_rule
 
 
 def fix(record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -64,7 +64,8 @@ def turn_position(record: Mapping[str, Any]) -> int:
 
 
 def is_chain_dependent(record: Mapping[str, Any]) -> bool:
-    return record.get("chain_mode") not in NON_CHAIN_MODES
+    """The session codec's one rule (``benchmark.session.is_chain_dependent``) on a turn record."""
+    return session_rule(record.get("chain_mode"))
 
 
 def mean(values: list[float]) -> float | None:
