@@ -16,16 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
 from benchmark.openai_chat import ChatError, OpenAIChat
+from benchmark.templates import CYPHER_KEYWORDS  # the leak check's list: a keyword in capitals leaks query text
 from graphs.errors import CypherTurnError
 
 MAX_LENGTH_RATIO = 3  # a rewrite longer than this many times the template has wandered off
 
-# upper-case Cypher clause and operator keywords: their presence means the model leaked query text
-CYPHER_KEYWORDS = frozenset({
-    "MATCH", "OPTIONAL", "RETURN", "WHERE", "WITH", "UNWIND", "ORDER", "LIMIT", "SKIP", "CREATE",
-    "MERGE", "DELETE", "DETACH", "SET", "REMOVE", "CALL", "YIELD", "UNION", "DISTINCT", "ASC", "DESC",
-    "COLLECT", "EXISTS", "CONTAINS",
-})
 _UPPER_TOKEN = re.compile(r"\b[A-Z]{2,}\b")
 
 PERSONA_STYLES = {
