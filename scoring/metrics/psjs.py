@@ -35,7 +35,6 @@ a rewrite that fails to run yields 0.0 with a ``reason``; only an infrastructure
 from __future__ import annotations
 
 import itertools
-import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -204,19 +203,12 @@ class Provenance:
 
 
 def _default_runner(world: str, query: str, timeout: float):
-    from graphs.executor import SafeExecutor, executor
+    """The shared judge's executor with room for provenance lists (the judge owns the executors; it
+    imports this module, hence the late import)."""
+    from scoring.judge import shared_judge
 
-    with _EXECUTORS_LOCK:
-        ex = _EXECUTORS.get(world)
-        if ex is None:
-            executor(world)  # a clear SpecError for an unknown world
-            # the safe executor with room for provenance lists (per-value cap 16 MiB, result 64 MiB)
-            ex = _EXECUTORS[world] = SafeExecutor(world, max_value_bytes=16 << 20, max_result_bytes=64 << 20)
-    return ex.run(query, timeout=timeout, max_rows=PROVENANCE_MAX_ROWS)
-
-
-_EXECUTORS: dict = {}
-_EXECUTORS_LOCK = threading.Lock()
+    return shared_judge().executor(world, for_provenance=True).run(query, timeout=timeout,
+                                                                   max_rows=PROVENANCE_MAX_ROWS)
 
 
 def provenance(world: str, cypher: str, *, timeout: float = 120.0,
