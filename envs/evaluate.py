@@ -21,13 +21,101 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from envs.backends import BackendError, GenerationSettings, make_backend
-from envs.env import CypherTurnEnv, load_dataset
+from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, load_dataset
 from envs.oracle import OracleAgent
 from envs.runner import play_episode, run_sessions
+from graphs.errors import InputError
 from scoring.records import append_records, read_records
+
+BACKENDS = ("hf", "vllm", "openai")
+CHAT_FORMATS = ("auto", "text", "tools")
+
+
+class EvaluationConfigError(InputError):
+    """An evaluation setting out of range; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """One evaluation run: the fields are the command line's flags (``--top-p`` is ``top_p``), with the
+    same defaults, and are checked the same way whichever way they come in
+    (``EvaluationConfigError``). ``run(EvaluationConfig(model="oracle", limit=2))`` is the
+    command line's ``--model oracle --limit 2``.
+
+    ``model``: a checkpoint directory or hub id, ``oracle`` (replays the gold) or ``smollm2-135m``;
+    ``backend``: hf, vllm or openai; ``protocol``: guided or agentic; ``budget``: the agentic budget
+    multiplier; ``variant``: an agentic prompt variant; ``dataset``: a build directory (default: the
+    default test build); ``limit``: the first N sessions only; ``concurrency``: sessions played at once;
+    ``temperature``, ``top_p``, ``max_new_tokens`` (default 512, 64 for smollm2-135m), ``seed``: the
+    generation settings; ``device``, ``batch_size``, ``no_prefix_cache``: the hf backend's; ``chat_format``:
+    auto, text or tools; ``user_sim``: ``rule`` or ``openai:BASE_URL:MODEL``; ``api_base``,
+    ``api_key_env``, ``api_retries``: the openai backend's; ``infra_retries``: replays of sessions spoiled
+    by an outage; ``out``: the run directory (default ``runs/<model>-<protocol>``); ``no_psjs``: skip
+    PSJS; ``quiet``: no progress bar."""
+
+    model: str
+    backend: str = "hf"
+    protocol: str = "guided"
+    budget: int = 3
+    variant: str | None = None
+    dataset: str | None = None
+    limit: int | None = None
+    concurrency: int = 8
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_new_tokens: int | None = None
+    seed: int = 0
+    device: str | None = None
+    batch_size: int | None = None
+    no_prefix_cache: bool = False
+    chat_format: str = "auto"
+    user_sim: str = "rule"
+    api_base: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    api_retries: int = 4
+    infra_retries: int = 2
+    out: str | None = None
+    no_psjs: bool = False
+    quiet: bool = False
+
+    def __post_init__(self):
+        def bad(name: str, rule: str):
+            raise EvaluationConfigError(f"{name} must be {rule}, got {getattr(self, name)!r}")
+
+        if not isinstance(self.model, str) or not self.model.strip():
+            bad("model", "a checkpoint, a hub id, 'oracle' or 'smollm2-135m'")
+        for name, allowed in (("backend", BACKENDS), ("protocol", PROTOCOLS), ("chat_format", CHAT_FORMATS),
+                              ("variant", (None, *VARIANTS[1:]))):
+            if getattr(self, name) not in allowed:
+                bad(name, "one of " + ", ".join(map(str, allowed)))
+        for name in ("budget", "concurrency"):
+            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
+                bad(name, "an integer >= 1")
+        for name in ("limit", "max_new_tokens", "batch_size"):
+            if getattr(self, name) is not None and (not _is_int(getattr(self, name)) or getattr(self, name) < 1):
+                bad(name, "an integer >= 1 (or unset)")
+        for name in ("api_retries", "infra_retries"):
+            if not _is_int(getattr(self, name)) or getattr(self, name) < 0:
+                bad(name, "an integer >= 0")
+        if not _is_int(self.seed):
+            bad("seed", "an integer")
+        if not (isinstance(self.temperature, (int, float)) and 0.0 <= self.temperature <= 100.0):
+            bad("temperature", "a number in [0, 100]")
+        if not (isinstance(self.top_p, (int, float)) and 0.0 < self.top_p <= 1.0):
+            bad("top_p", "a number in (0, 1]")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "EvaluationConfig":
+        """The config of parsed command-line arguments (``build_parser().parse_args(...)``)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class LLMAgent:
@@ -92,8 +180,12 @@ _RESUME_KEYS = ("model", "backend", "protocol", "budget_multiplier", "variant", 
                 "user_sim", "generation")
 
 
-def run(args) -> dict:
+def run(config: EvaluationConfig | argparse.Namespace) -> dict:
+    """Play and score one evaluation (module docstring); returns the metrics. ``config`` may also be the
+    command line's parsed arguments."""
     from tqdm import tqdm
+
+    args = config if isinstance(config, EvaluationConfig) else EvaluationConfig.from_args(config)
 
     from benchmark.build import default_dataset
 
@@ -305,30 +397,30 @@ _NON_NEGATIVE = _bounded(int, 0)
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m envs.evaluate", description="Score a model on CypherTurn")
     p.add_argument("--model", required=True, help="checkpoint dir or hub id, 'oracle', or 'smollm2-135m'")
-    p.add_argument("--backend", choices=["hf", "vllm", "openai"], default="hf")
-    p.add_argument("--protocol", choices=["guided", "agentic"], default="guided")
-    p.add_argument("--budget", type=_POSITIVE, default=3, help="agentic budget multiplier m (B = T x m), any positive integer")
-    p.add_argument("--variant", choices=["persistent_schema", "disclosed_horizon", "budget_encouraging"])
+    p.add_argument("--backend", choices=BACKENDS, default=EvaluationConfig.backend)
+    p.add_argument("--protocol", choices=PROTOCOLS, default=EvaluationConfig.protocol)
+    p.add_argument("--budget", type=_POSITIVE, default=EvaluationConfig.budget, help="agentic budget multiplier m (B = T x m), any positive integer")
+    p.add_argument("--variant", choices=VARIANTS[1:])
     p.add_argument("--dataset", help="a build directory (default: the default test build, built on demand)")
     p.add_argument("--limit", type=_POSITIVE, help="only the first N sessions (N >= 1)")
-    p.add_argument("--concurrency", type=_POSITIVE, default=8, help="sessions played at once")
-    p.add_argument("--temperature", type=_bounded(float, 0.0, 100.0), default=0.0)
-    p.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, low_open=True), default=1.0)
+    p.add_argument("--concurrency", type=_POSITIVE, default=EvaluationConfig.concurrency, help="sessions played at once")
+    p.add_argument("--temperature", type=_bounded(float, 0.0, 100.0), default=EvaluationConfig.temperature)
+    p.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, low_open=True), default=EvaluationConfig.top_p)
     p.add_argument("--max-new-tokens", type=_POSITIVE, help="default 512 (64 for smollm2-135m, a CPU smoke test)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=EvaluationConfig.seed)
     p.add_argument("--device", help="hf backend: cuda, cpu, ... (default: cuda if visible, else cpu)")
     p.add_argument("--batch-size", type=_POSITIVE,
                    help="most chats generated together: hf 8 on a GPU, 1 on CPU; vllm 256 per engine call")
     p.add_argument("--no-prefix-cache", action="store_true",
                    help="hf backend: prefill every prompt whole instead of reusing the KV cache of a shared prefix")
-    p.add_argument("--chat-format", choices=["auto", "text", "tools"], default="auto",
+    p.add_argument("--chat-format", choices=CHAT_FORMATS, default=EvaluationConfig.chat_format,
                    help="how the chat is rendered: text (the papers' protocol), tools (tool schemas declared, "
                         "observations as tool messages, as training/ trains); auto: the checkpoint's cypherturn.json")
-    p.add_argument("--user-sim", default="rule", help="'rule' or 'openai:BASE_URL:MODEL'")
+    p.add_argument("--user-sim", default=EvaluationConfig.user_sim, help="'rule' or 'openai:BASE_URL:MODEL'")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for --backend openai")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    p.add_argument("--api-retries", type=_NON_NEGATIVE, default=4, help="retries of 429/5xx/timeouts, with backoff")
-    p.add_argument("--infra-retries", type=_NON_NEGATIVE, default=2,
+    p.add_argument("--api-key-env", default=EvaluationConfig.api_key_env, help="environment variable holding the API key")
+    p.add_argument("--api-retries", type=_NON_NEGATIVE, default=EvaluationConfig.api_retries, help="retries of 429/5xx/timeouts, with backoff")
+    p.add_argument("--infra-retries", type=_NON_NEGATIVE, default=EvaluationConfig.infra_retries,
                    help="replays of sessions spoiled by a Neo4j or model-server outage, with backoff (0: report "
                         "them and exit with status 3)")
     p.add_argument("--out", help="run directory (default runs/<model>-<protocol>)")
@@ -340,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        metrics = run(args)
+        metrics = run(EvaluationConfig.from_args(args))
     except (ValueError, FileNotFoundError, BackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

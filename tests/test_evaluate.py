@@ -126,3 +126,19 @@ def test_report_command_writes_leaderboard_and_figures(dataset, tmp_path):
     for fig in ("ex_by_budget.png", "ex_by_turn_position.png", "cer_by_turn_position.png", "phenomenon_heatmap.png"):
         data = (tmp_path / "rep" / fig).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+def test_the_python_api_takes_an_evaluation_config_like_the_command_line(dataset, tmp_path):
+    from envs.evaluate import EvaluationConfig, EvaluationConfigError, build_parser, run
+
+    # the command line's defaults are the config's
+    assert EvaluationConfig.from_args(build_parser().parse_args(["--model", "oracle"])) == EvaluationConfig("oracle")
+    for name, value in (("protocol", "free"), ("budget", 0), ("budget", True), ("limit", 0), ("top_p", 0.0),
+                        ("temperature", -1), ("infra_retries", -1), ("backend", "tgi"), ("variant", "none")):
+        with pytest.raises(EvaluationConfigError, match=f"^{name} must be"):
+            EvaluationConfig("oracle", **{name: value})
+    metrics = run(EvaluationConfig("oracle", protocol="agentic", dataset=str(dataset), limit=3, concurrency=2,
+                                   out=str(tmp_path / "api"), quiet=True))
+    assert metrics["ex"] == 1.0 and metrics["sessions"] == 3
+    meta = json.loads((tmp_path / "api" / "meta.json").read_text())
+    assert meta["protocol"] == "agentic" and meta["limit"] == 3
