@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from graphs.errors import CypherTurnError
 
@@ -61,7 +61,7 @@ __all__ = [
     "is_keyword", "follows_as", "KEYWORDS", "CALLABLE_KEYWORDS", "CLAUSE_KEYWORDS", "CLAUSE_OPENERS",
     "WRITE_KEYWORDS", "ADMIN_KEYWORDS", "PREFIX_KEYWORDS", "AGGREGATE_FUNCTIONS", "SUBQUERY_EXPRESSIONS",
     "TEMPORAL_FUNCTIONS", "WORD_OPERATORS",
-    "OPENING", "is_opening", "is_closing", "bracket_pairs", "enclosing_brackets", "nesting_depth", "group_end",
+    "OPENING", "is_opening", "is_closing", "bracket_pairs", "Around", "enclosing_brackets", "nesting_depth", "group_end",
     "Clause", "parse", "top_level", "split_union", "split_clauses", "find_top", "final_return",
     "projection_is_aggregating",
 ]
@@ -310,26 +310,44 @@ def bracket_pairs(tokens: list[Token]) -> dict[int, int]:
     return pairs
 
 
-def enclosing_brackets(tokens: list[Token]) -> list[tuple[str, ...]]:
-    """For each token, the opening brackets around it, outermost first (a bracket token itself is not
-    inside its own pair). Lenient: a closing bracket closes the innermost open one whatever its kind;
-    one with nothing open is ignored. Never raises."""
-    out: list[tuple[str, ...]] = []
+class Around(NamedTuple):
+    """The brackets around one token: the innermost opening bracket (``""`` at top level), how many
+    brackets enclose it and how many of them are braces."""
+
+    innermost: str
+    depth: int
+    braces: int
+
+
+def enclosing_brackets(tokens: list[Token]) -> list[Around]:
+    """For each token, the brackets around it (a bracket token itself is not inside its own pair).
+    Lenient: a closing bracket closes the innermost open one whatever its kind; one with nothing open
+    is ignored. Never raises. Linear (model text can nest thousands deep)."""
+    out: list[Around] = []
     stack: list[str] = []
+    braces = 0
     for tok in tokens:
         if is_closing(tok) and stack:
-            stack.pop()
-        out.append(tuple(stack))
+            braces -= stack.pop() == "{"
+        out.append(Around(stack[-1] if stack else "", len(stack), braces))
         if is_opening(tok):
             stack.append(tok.text)
+            braces += tok.text == "{"
     return out
 
 
 def nesting_depth(tokens: list[Token]) -> int:
     """The deepest bracket nesting in ``tokens`` (0 without brackets); lenient like
     ``enclosing_brackets``."""
-    return max((len(around) + 1 for tok, around in zip(tokens, enclosing_brackets(tokens)) if is_opening(tok)),
-               default=0)
+    # a counter, not enclosing_brackets: that copies the stack per token, quadratic on 20,000 brackets
+    depth = deepest = 0
+    for tok in tokens:
+        if is_opening(tok):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif is_closing(tok) and depth:
+            depth -= 1
+    return deepest
 
 
 def group_end(tokens: list[Token], j: int) -> int:

@@ -144,8 +144,8 @@ def normalize_cypher(query: str) -> str:
 
     # bracket context of every token, and the clause keyword (at the outermost brace level) it is in
     around = enclosing_brackets(tokens)
-    innermost = [brackets[-1] if brackets else "" for brackets in around]
-    brace_depth = [brackets.count("{") for brackets in around]
+    innermost = [a.innermost for a in around]
+    brace_depth = [a.braces for a in around]
     clause_at: list[str] = []
     clause_by_depth: dict[int, str] = {0: ""}
     for i, tok in enumerate(tokens):

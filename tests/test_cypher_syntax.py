@@ -53,9 +53,9 @@ def test_bracket_pairs_are_strict():
 def test_lenient_brackets():
     toks = tokenize("f({a: [x)] }")  # a ')' closes the '[' it meets: lenient
     around = enclosing_brackets(toks)
-    assert around[0] == () and around[1] == () and around[3] == ("(", "{")
-    assert around[5] == ("(", "{") and around[6] == ("(", "{", "[")  # a bracket is not inside itself
-    assert around[7] == ("(", "{") and around[8] == ("(",) and around[9] == ()
+    assert around[0] == ("", 0, 0) and around[1] == ("", 0, 0) and around[3] == ("{", 2, 1)
+    assert around[5] == ("{", 2, 1) and around[6] == ("[", 3, 1)  # a bracket is not inside itself
+    assert around[7] == ("{", 2, 1) and around[8] == ("(", 1, 0) and around[9] == ("", 0, 0)
     assert nesting_depth(toks) == 3 and nesting_depth(tokenize("RETURN 1")) == 0
     assert nesting_depth(tokenize(")))(((")) == 3  # a closing bracket with nothing open is ignored
     toks = tokenize("(a WHERE f(x) = 1) RETURN")

@@ -236,8 +236,8 @@ def test_psjs_partial_credit():
 def test_psjs_unreachable_database_raises(monkeypatch):
     monkeypatch.setenv("CYPHERTURN_NEO4J_URI", "bolt://127.0.0.1:1")
     monkeypatch.delenv("CYPHERTURN_NEO4J_CONFIG", raising=False)
-    from scoring.metrics import psjs
+    from scoring import judge
 
-    monkeypatch.setattr(psjs, "_EXECUTORS", {})  # its executors were made for the real server
+    monkeypatch.setattr(judge, "_SHARED", {})  # the shared judges' executors were made for the real server
     with pytest.raises(RewardInfrastructureError):
         make_partial_reward("psjs")(None, [CASES[0][0]], **kwargs_for(1))
