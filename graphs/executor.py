@@ -19,7 +19,11 @@ allow-list), a check that does not depend on the lexer; and a READ-access-mode a
 in which the server itself refuses any write (a test switches the first two off and the write is still
 refused). The plan verdict is cached per query text. Rows are capped by fetching at most ``max_rows + 1`` records (the query text is
 never rewritten) and ``truncated`` says whether more existed. Values are normalized by
-``graphs.values.normalize``. Only infrastructure failures (connection refused or dropped, transient
+``graphs.values.normalize``. Each attempt runs on the caller's thread; one watchdog thread for all of
+them (``graphs.deadlines``) kills the connection of an attempt still waiting ``CLIENT_GRACE_S`` after its
+server-side timeout (a frozen server, a result stuck in sending), which ends it as a ``timeout``. Opening
+a new connection is bounded by the driver's own timeouts instead (5 s to connect, 30 s to get one from a
+full pool). Only infrastructure failures (connection refused or dropped, transient
 server errors, a reply the driver cannot decode) are retried, with exponential backoff, on a new connection.
 """
 
@@ -27,11 +31,9 @@ from __future__ import annotations
 
 import math
 import os
-import queue
 import re
 import threading
 import time
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -41,6 +43,7 @@ from neo4j.exceptions import (ClientError, DatabaseError, DriverError, Neo4jErro
 
 from graphs import connections
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
+from graphs.deadlines import WATCHDOG
 from graphs.errors import CypherTurnError
 from graphs.lru import LRUCache
 from graphs.spec import get_spec
@@ -192,58 +195,22 @@ def _raised_in_driver(exc: BaseException) -> bool:
     return last is not None and last.tb_frame.f_code.co_filename.startswith(_DRIVER_DIR)
 
 
-class _DeadlineWorkers:
-    """Daemon threads that run query attempts for callers who wait with a deadline.
+def _kill_connection(session) -> bool:
+    """Kill the connection ``session`` holds now, waking a read blocked on it; whether there was one.
 
-    A thread per query cost more than the query itself on a one-hop read; these threads are reused. A
-    caller whose deadline passes leaves its attempt to the worker (the server-side timeout ends the
-    transaction) and the next caller gets another idle worker or a new one; the abandoned worker rejoins
-    the idle set when its attempt ends. Daemon threads never hold up interpreter exit (a thread stuck in
-    the driver would hang it). At most ``max_idle`` idle workers are kept; the others end."""
-
-    def __init__(self, max_idle: int = 64):
-        self.max_idle = max_idle
-        self._idle: list[queue.SimpleQueue] = []
-        self._lock = threading.Lock()
-
-    def run(self, fn, seconds: float):
-        with self._lock:
-            inbox = self._idle.pop() if self._idle else None
-        if inbox is None:
-            inbox = queue.SimpleQueue()
-            threading.Thread(target=self._serve, args=(inbox,), daemon=True, name="cypher-query").start()
-        outcome: dict = {}
-        done = threading.Lock()  # released by the worker: lighter than an Event on the hot path
-        done.acquire()
-        inbox.put((fn, outcome, done))
-        if not done.acquire(timeout=seconds):
-            raise FutureTimeout()
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["value"]
-
-    def _serve(self, inbox: queue.SimpleQueue) -> None:
-        while True:
-            fn, outcome, done = inbox.get()
-            try:
-                outcome["value"] = fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
-                outcome["error"] = exc
-            finally:
-                done.release()
-            fn = outcome = done = None  # an idle worker must not keep the attempt's result alive
-            with self._lock:
-                if len(self._idle) >= self.max_idle:
-                    return
-                self._idle.append(inbox)
+    Called by the deadline watchdog on its own thread. It reaches into the driver (``Session._connection``,
+    ``Bolt.kill()``: shutdown and close of the socket, the connection marked closed so the pool drops it),
+    which has no public way to abort a running query from another thread; a test freezes the server
+    behind a proxy and checks that an attempt ends at its deadline, so a driver that moves these fails it."""
+    conn = getattr(session, "_connection", None)
+    if conn is None or conn.closed():
+        return False
+    conn.kill()
+    return True
 
 
-_workers = _DeadlineWorkers()
-
-
-def _with_deadline(fn, seconds: float):
-    """fn() on a reusable daemon worker; FutureTimeout after ``seconds`` (the attempt is abandoned then)."""
-    return _workers.run(fn, seconds)
+SERVER_CHECK_S = 5.0  # the deadline of the "does the server still answer?" probe after a dropped connection
+_KILL_WINDOW_S = 1.0  # a connection error this soon after the watchdog killed a connection may be its doing
 
 
 @dataclass(frozen=True)
@@ -355,79 +322,104 @@ class SafeExecutor:
         return verdict
 
     def _attempt(self, query: str, params: dict, timeout: float, max_rows: int) -> QueryResult:
+        """One attempt on the caller's thread; the watchdog kills its connection ``CLIENT_GRACE_S`` after
+        the server-side timeout (a frozen server, a result stuck in sending), which ends it as a timeout."""
         target = self.target
         drv = connections.driver(target)
-        begun = streaming = False
+        watch = None
+        streaming = False
         t0 = time.perf_counter()
+        started = time.monotonic()
         try:
             # An auto-commit transaction in READ access mode: the server refuses any write in it, so it needs
             # no rollback (one round trip less than BEGIN ... ROLLBACK); rows past the cap are discarded
             # when the session closes.
             with drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS,
                              fetch_size=max_rows + 1) as session:
-                begun = True
+                watch = WATCHDOG.watch(lambda: _kill_connection(session), timeout + CLIENT_GRACE_S)
                 try:
-                    verdict = self._plan_verdict(session, target, query, params, timeout)
-                except Neo4jError as exc:
-                    failure = _classify(exc, timeout)
-                    if failure.kind == "syntax":
-                        failure.message = _unprefixed(failure.message)
-                    raise failure from None
-                if verdict:
-                    raise _Failure("refused", verdict)
-                result = session.run(neo4j.Query(query, timeout=timeout), params)
-                columns = list(result.keys())
-                rows: list[list[Any]] = []
-                total = 0
-                truncated = False
-                for record in result:
-                    streaming = True
-                    if len(rows) == max_rows:
-                        truncated = True
-                        break
-                    row = [normalize(v) for v in record.values()]
-                    for col, value in zip(columns, row):
-                        size = _approx_size(value)
-                        if size > self.limits.max_value_bytes:
-                            raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
-                                                        f"is about {size} bytes; the cap is {self.limits.max_value_bytes}")
-                        total += size
-                    if total > self.limits.max_result_bytes:
-                        raise _Failure("too_large", f"the result is over {self.limits.max_result_bytes} bytes "
-                                                    f"after {len(rows)} rows")
-                    rows.append(row)
-        except _Failure:
-            raise
-        except (ServiceUnavailable, SessionExpired, OSError) as exc:
-            if begun and self._server_answers(target):  # the server is fine: it dropped this query
-                if streaming:
-                    raise _Failure("too_large", "the server dropped the connection while sending the result "
-                                                "(usually a result too large to transmit)") from None
-                # before the first row: the server's watchdog stopped it (graphs/server.py), for time or memory
-                if time.perf_counter() - t0 >= timeout:
-                    raise _Failure("timeout", f"the query ran past its {timeout:g} s time limit and was "
-                                              "stopped by the server") from None
-                raise _Failure("memory", "the server stopped the query because it was filling the server's "
-                                         "memory") from None
-            raise _Failure("unavailable", f"Neo4j at {target.describe()} is unreachable: {exc}", retry=True) from None
-        except Neo4jError as exc:
-            raise _classify(exc, timeout) from None
-        except DriverError as exc:
-            raise _Failure("unavailable", f"driver error talking to {target.describe()}: {exc}", retry=True) from None
-        except Exception as exc:  # noqa: BLE001 - only the driver's own, re-raised otherwise
-            if not _raised_in_driver(exc):
-                raise
-            # bytes the driver cannot decode (a message cut in the middle): it has dropped the connection
-            raise _Failure("unavailable", f"the connection to {target.describe()} broke: the driver could not "
-                                          f"read the server's reply ({type(exc).__name__}: {exc})", retry=True) from None
+                    try:
+                        verdict = self._plan_verdict(session, target, query, params, timeout)
+                    except Neo4jError as exc:
+                        failure = _classify(exc, timeout)
+                        if failure.kind == "syntax":
+                            failure.message = _unprefixed(failure.message)
+                        raise failure from None
+                    if verdict:
+                        raise _Failure("refused", verdict)
+                    result = session.run(neo4j.Query(query, timeout=timeout), params)
+                    columns = list(result.keys())
+                    rows: list[list[Any]] = []
+                    total = 0
+                    truncated = False
+                    for record in result:
+                        streaming = True
+                        if len(rows) == max_rows:
+                            truncated = True
+                            break
+                        row = [normalize(v) for v in record.values()]
+                        for col, value in zip(columns, row):
+                            size = _approx_size(value)
+                            if size > self.limits.max_value_bytes:
+                                raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
+                                                            f"is about {size} bytes; the cap is {self.limits.max_value_bytes}")
+                            total += size
+                        if total > self.limits.max_result_bytes:
+                            raise _Failure("too_large", f"the result is over {self.limits.max_result_bytes} bytes "
+                                                        f"after {len(rows)} rows")
+                        rows.append(row)
+                finally:
+                    # before the session hands its connection back: the watchdog must not kill it in the pool
+                    watch.finish()
+        except Exception as exc:  # noqa: BLE001 - classified below, re-raised when not the driver's
+            if watch is not None and watch.expired:
+                raise _Failure("timeout", f"the query ran past its {timeout:g} s time limit (no answer)") from None
+            raise self._failure(exc, target, timeout, started, watch is not None, streaming) from None
         return QueryResult(columns=columns, rows=rows, truncated=truncated,
                            elapsed_ms=(time.perf_counter() - t0) * 1000.0)
 
+    def _failure(self, exc: Exception, target, timeout: float, started: float, begun: bool,
+                 streaming: bool) -> Exception:
+        """What a failed attempt reports: a ``_Failure``, or ``exc`` itself when it is a bug of ours."""
+        if isinstance(exc, _Failure):
+            return exc
+        if isinstance(exc, (ServiceUnavailable, SessionExpired, OSError)):
+            if begun and self._server_answers(target):  # the server is fine: it dropped this query
+                if WATCHDOG.stopped_since(started - _KILL_WINDOW_S):
+                    # or the watchdog just killed this connection: handed back to the pool by an attempt
+                    # that ended at its deadline, and taken by this one; not the query's doing, try again
+                    return _Failure("unavailable", f"the connection to {target.describe()} was closed "
+                                                   f"under this query: {exc}", retry=True)
+                if streaming:
+                    return _Failure("too_large", "the server dropped the connection while sending the result "
+                                                 "(usually a result too large to transmit)")
+                # before the first row: the server's watchdog stopped it (graphs/server.py), for time or memory
+                if time.monotonic() - started >= timeout:
+                    return _Failure("timeout", f"the query ran past its {timeout:g} s time limit and was "
+                                               "stopped by the server")
+                return _Failure("memory", "the server stopped the query because it was filling the server's "
+                                          "memory")
+            return _Failure("unavailable", f"Neo4j at {target.describe()} is unreachable: {exc}", retry=True)
+        if isinstance(exc, Neo4jError):
+            return _classify(exc, timeout)
+        if isinstance(exc, DriverError):
+            return _Failure("unavailable", f"driver error talking to {target.describe()}: {exc}", retry=True)
+        if not _raised_in_driver(exc):
+            return exc
+        # bytes the driver cannot decode (a message cut in the middle): it has dropped the connection
+        return _Failure("unavailable", f"the connection to {target.describe()} broke: the driver could not "
+                                       f"read the server's reply ({type(exc).__name__}: {exc})", retry=True)
+
     def _server_answers(self, target) -> bool:
+        """Whether the server answers ``RETURN 1`` within ``SERVER_CHECK_S`` (a frozen one does not)."""
         try:
             with connections.driver(target).session(database=target.database) as s:
-                s.run("RETURN 1").consume()
-            return True
+                watch = WATCHDOG.watch(lambda: _kill_connection(s), SERVER_CHECK_S)
+                try:
+                    s.run("RETURN 1").consume()
+                finally:
+                    watch.finish()
+            return not watch.expired
         except Exception:  # noqa: BLE001 - any failure means "does not answer"
             return False
 
@@ -450,11 +442,7 @@ class SafeExecutor:
                 time.sleep(self.limits.backoff * 2 ** (attempt - 1))
                 self._refresh_target()
             try:
-                return _with_deadline(lambda: self._attempt(text, params or {}, timeout, max_rows),
-                                      timeout + CLIENT_GRACE_S)
-            except FutureTimeout:
-                # the worker is abandoned; the server-side timeout ends its transaction
-                failure = _Failure("timeout", f"the query ran past its {timeout:g} s time limit (no answer)")
+                return self._attempt(text, params or {}, timeout, max_rows)
             except _Failure as f:
                 failure = f
             except connections.ConfigError as exc:
