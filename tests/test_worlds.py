@@ -69,3 +69,16 @@ def test_a_scaled_world_loads_with_proportional_size():
         assert summary.nodes > 1.9 * generate(spec).node_count
     finally:
         load_world(spec)
+
+
+def test_a_spec_is_parsed_once_and_again_when_its_file_changes(tmp_path):
+    from graphs.spec import load_spec_file, spec_dir
+
+    src = spec_dir() / "ancient_empire.yaml"
+    copy = tmp_path / "ancient_empire.yaml"
+    copy.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    first = load_spec_file(copy)
+    assert load_spec_file(copy) is first  # cached: executors and environments ask for it often
+    copy.write_text(src.read_text(encoding="utf-8").replace(first.title, first.title + " II", 1), encoding="utf-8")
+    changed = load_spec_file(copy)
+    assert changed is not first and changed.title == first.title + " II"
