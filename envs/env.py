@@ -41,6 +41,7 @@ from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
 from envs.actions import (ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, action_text, check_action,
                           loads_bounded, parse_action)
+from scoring.judge import JudgeLimits
 from scoring.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.executor import SafeExecutor
@@ -201,7 +202,7 @@ class CypherTurnEnv(gym.Env):
         else:
             self.session = self.sessions[int(self.np_random.integers(len(self.sessions)))]
         s = self.session
-        self.executor = SafeExecutor(s.world, timeout=self.timeout, max_rows=1000)
+        self.executor = SafeExecutor(s.world, timeout=self.timeout, max_rows=JudgeLimits.max_rows)
         self.schema = _introspect(s.world)
         self.simulator = UserSimulator(self.schema.terms(), self._backend)
         self.turn_index = 0
@@ -236,6 +237,7 @@ class CypherTurnEnv(gym.Env):
         self.actions: list[dict] = []
         self.outputs: list[str] = []  # the model's raw text, for Tok/S
         self.last_execute: str | None = None
+        self.last_result = None  # its result: the judge does not run a submitted query again
         self.asks = 0
         self.turn_history: list[str] = []
 
@@ -319,7 +321,7 @@ class CypherTurnEnv(gym.Env):
             return prompts.invalid_action(parsed.message), None
         if parsed.type == EXECUTE:
             self.last_execute = parsed.argument
-            r = self.executor.run(parsed.argument)
+            r = self.last_result = self.executor.run(parsed.argument)
             self.db_ms += r.elapsed_ms
             if r.error is not None:
                 text = prompts.error_text(r.error.kind, r.error.message)
@@ -371,8 +373,13 @@ class CypherTurnEnv(gym.Env):
 
         turn = self.turn
         # the one judge (the scorer's and the execution rewards' rules), against the stored gold result
-        v = shared_judge(timeout=self.timeout).judge(self.session.world, turn.gold_cypher, prediction,
-                                                     gold_columns=turn.gold_columns, gold_rows=turn.gold_rows)
+        judge = shared_judge(timeout=self.timeout)
+        # the query the agent just ran and now submits: its result stands (same world, same limits)
+        ran = (self.last_result if prediction is not None and prediction == self.last_execute
+               and judge.limits.max_rows == self.executor.limits.max_rows
+               and judge.limits.timeout == self.executor.limits.timeout else None)
+        v = judge.judge(self.session.world, turn.gold_cypher, prediction, gold_columns=turn.gold_columns,
+                        gold_rows=turn.gold_rows, pred_result=ran)
         self.db_ms += v.db_ms
         record = self._record(turn, prediction, v.ex, v.ex_relaxed, submitted=submitted, cliff=False,
                               infra_error=v.infra_error)

@@ -116,17 +116,27 @@ class GoldCache(LRUCache[GoldEntry]):
 @dataclass(frozen=True)
 class Pair:
     """One thing to judge: ``pred`` (None: no prediction) against ``gold`` on ``world``. ``gold_columns``
-    and ``gold_rows``, when both given, are the gold's result (then ``gold`` may be None)."""
+    and ``gold_rows``, when both given, are the gold's result (then ``gold`` may be None).
+    ``pred_result``: the result ``pred`` already gave on ``world`` through an executor with the judge's
+    limits (the environment's, when the agent submits the query it just ran): used instead of running
+    the prediction again, unless it is an infrastructure failure."""
 
     world: str
     gold: str | None
     pred: str | None
     gold_columns: Sequence[str] | None = field(default=None, compare=False)
     gold_rows: Sequence[Sequence[Any]] | None = field(default=None, compare=False)
+    pred_result: QueryResult | None = field(default=None, compare=False)
 
     @property
     def stored(self) -> bool:
         return self.gold_columns is not None and self.gold_rows is not None
+
+    @property
+    def pred_known(self) -> bool:
+        """Whether ``pred_result`` stands for running the prediction (an infrastructure failure does not)."""
+        r = self.pred_result
+        return r is not None and not (r.error is not None and r.error.kind == "unavailable")
 
 
 @dataclass
@@ -260,9 +270,10 @@ class Judge:
     # -- judging -----------------------------------------------------------------------------------
     def judge(self, world: str, gold: str | None, pred: str | None, *, psjs: bool = False,
               gold_columns: Sequence[str] | None = None, gold_rows: Sequence[Sequence[Any]] | None = None,
-              cache: GoldCache | None = _DEFAULT) -> Verdict:
+              pred_result: QueryResult | None = None, cache: GoldCache | None = _DEFAULT) -> Verdict:
         """The verdict of one pair (``judge_batch`` of one)."""
-        return self.judge_batch([Pair(world, gold, pred, gold_columns, gold_rows)], psjs=psjs, cache=cache)[0]
+        return self.judge_batch([Pair(world, gold, pred, gold_columns, gold_rows, pred_result)], psjs=psjs,
+                                cache=cache)[0]
 
     def judge_batch(self, pairs: Sequence[Pair], *, psjs: bool = False, cache: GoldCache | None = _DEFAULT
                     ) -> list[Verdict]:
@@ -293,7 +304,7 @@ class Judge:
             if not hit:
                 jobs[(p.world, p.gold)] = None
         for p in pairs:
-            if p.pred is not None and not same_text(p.pred, p.gold):
+            if p.pred is not None and not same_text(p.pred, p.gold) and not p.pred_known:
                 jobs[(p.world, p.pred)] = None
         results = self.run_queries(jobs)
 
@@ -328,9 +339,12 @@ class Judge:
             if same_text(p.pred, p.gold):
                 v.pred, v.same_text, v.ex, v.ex_relaxed = entry.result, True, 1, 1
                 continue
-            r = results[(p.world, p.pred)]
+            if p.pred_known:  # already run by the caller (its time is the caller's)
+                r = p.pred_result
+            else:
+                r = results[(p.world, p.pred)]
+                v.db_ms += r.elapsed_ms
             v.pred = r
-            v.db_ms += r.elapsed_ms
             if r.error is not None:
                 if r.error.kind == "unavailable":
                     v.infra_error = f"predicted query on {p.world}: {r.error.message}"
@@ -340,7 +354,8 @@ class Judge:
                 continue
             v.truncated = v.truncated or r.truncated
             v.ex = compare(entry.result, r, ordered=entry.ordered)
-            v.ex_relaxed = compare(entry.result, r, ordered=entry.ordered, relaxed=True)
+            # strict implies relaxed (the name-for-name assignment matches), so the search runs only on a miss
+            v.ex_relaxed = 1 if v.ex == 1 else compare(entry.result, r, ordered=entry.ordered, relaxed=True)
         if psjs:
             self._fill_psjs(pairs, verdicts, resolved)
         return verdicts

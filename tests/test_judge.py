@@ -11,7 +11,7 @@ from scoring.score import score_pair
 from benchmark.session import Session, Turn
 from envs.env import CypherTurnEnv
 from envs.prompts import GUIDED_CAP
-from graphs.executor import execute
+from graphs.executor import QueryError, QueryResult, execute
 from rewards.execution import (ExecutionReward, ExecutionRewardOptions, RewardInfrastructureError,
                                execution_reward, make_execution_reward)
 from scoring.judge import GoldQueryError, InfrastructureError, Judge, JudgeLimits, Pair, shared_judge
@@ -60,8 +60,9 @@ def _gold_result(gold: str) -> tuple[list[str], list[list]]:
     return r.columns, r.rows
 
 
-def _env_turn(gold: str, pred: str | None) -> tuple[float, dict]:
-    """The environment's reward and record for one turn whose gold is ``gold``, answered with ``pred``."""
+def _env_turn(gold: str, pred: str | None, *, execute_first: bool = False) -> tuple[float, dict]:
+    """The environment's reward and record for one turn whose gold is ``gold``, answered with ``pred``
+    (``execute_first``: run it with EXECUTE_CYPHER, then submit it: the judge takes that result)."""
     columns, rows = _gold_result(gold)
     turn = Turn(index=0, utterance="q", gold_cypher=gold, gold_columns=columns, gold_rows=rows,
                 phenomenon="BASE", chain_mode="none", depends_on=None)
@@ -71,6 +72,9 @@ def _env_turn(gold: str, pred: str | None) -> tuple[float, dict]:
         for _ in range(GUIDED_CAP):
             _, reward, done, _, info = env.step("INSPECT_SCHEMA")
     else:
+        if execute_first:
+            _, _, done, _, _ = env.step(f"EXECUTE_CYPHER {pred}")
+            assert not done and env.last_result is not None
         _, reward, done, _, info = env.step(f"SUBMIT_ANSWER {pred}")
     assert done
     return reward, info["record"]
@@ -88,8 +92,10 @@ def test_reward_env_and_scorer_give_identical_verdicts():
     for i, (name, gold, pred, ex, exr) in enumerate(CASES):
         scored = score_pair(W, gold, pred, timeout=T, with_psjs=False, cache=None)
         env_reward, record = _env_turn(gold, pred)
+        ran_reward, ran_record = _env_turn(gold, pred, execute_first=pred is not None)
         assert (scored["ex"], scored["ex_relaxed"]) == (ex, exr), name
         assert (record["ex"], record["ex_relaxed"]) == (ex, exr), name
+        assert (ran_record["ex"], ran_record["ex_relaxed"], ran_reward) == (ex, exr, env_reward), name
         assert env_reward == strict[i] == float(ex), name
         assert relaxed[i] == float(exr), name
         assert scored["truncated"] == ("over the cap" in name), name
@@ -114,6 +120,25 @@ def test_verdicts_of_a_batch_carry_errors_truncation_and_same_text():
     assert len(jobs) == 1 and sorted(jobs[0]) == sorted(distinct)
     again = judge.judge(W, GOLD, RENAMED)
     assert again.gold_cached and again.ex == 1 and jobs[1] == [(W, RENAMED)]
+
+
+def test_a_result_the_caller_already_has_is_not_run_again():
+    judge = Judge(JudgeLimits(timeout=T))
+    jobs = []
+    original = judge.run_queries
+    judge.run_queries = lambda batch: jobs.append(list(batch)) or original(batch)
+    wrong = execute(W, "MATCH (p:Province) RETURN p.name AS name")
+    columns, rows = _gold_result(GOLD)
+    # the caller's result stands: a prediction given the gold's rows scores 1 whatever its text
+    v = judge.judge(W, GOLD, "MATCH (p:Province) RETURN p.name AS name", pred_result=execute(W, GOLD))
+    assert v.ex == v.ex_relaxed == 1 and jobs == [[(W, GOLD)]] and v.db_ms == v.gold.elapsed_ms
+    v = judge.judge(W, GOLD, "MATCH (p:Province) RETURN p.name AS name", gold_columns=columns, gold_rows=rows,
+                    pred_result=wrong)
+    assert v.ex == 0 and v.pred is wrong and jobs[1:] == [[]]
+    # an infrastructure failure is not a result: the prediction runs
+    down = QueryResult(error=QueryError("unavailable", "Neo4j at bolt://nowhere is unreachable"))
+    v = judge.judge(W, GOLD, RENAMED, gold_columns=columns, gold_rows=rows, pred_result=down)
+    assert v.ex == 1 and v.infra_error is None and jobs[2:] == [[(W, RENAMED)]]
 
 
 def test_psjs_in_the_verdict_and_in_the_batch_agree():
