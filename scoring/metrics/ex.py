@@ -22,6 +22,7 @@ Everything here is a pure function of result sets (the executor's normalized ``c
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from typing import Any, Sequence
@@ -31,6 +32,7 @@ from graphs.cypher_syntax import CypherParseError, find_top, final_return
 __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
 
 
+@functools.lru_cache(maxsize=8192)  # a pure function of the text; golds come back every batch and epoch
 def is_ordered(cypher: str) -> bool:
     """Whether the query's final projection is ordered: its last top-level RETURN has ORDER BY.
 
