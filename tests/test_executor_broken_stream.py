@@ -7,11 +7,10 @@ saw in CI when a stray ThreadDeath cut a result message in the middle)."""
 from __future__ import annotations
 
 import socket
-import threading
 
 import pytest
 
-from graphs import connections
+from bolt_proxy import TcpProxy, upstream_port
 from graphs.executor import SafeExecutor, execute
 
 pytestmark = pytest.mark.neo4j
@@ -46,56 +45,27 @@ def _handshake_length(buf: bytes) -> int:
     return 0 if caps is None else caps[1]
 
 
-class CorruptingProxy:
+class CorruptingProxy(TcpProxy):
     """Forwards to the real server; on the first connection the server's message number ``nth`` (counted
     from 0 after the version handshake; 0 and 1 answer HELLO and LOGON, so 2 is the first one of the
     query) is replaced by ``NOT_A_STRUCTURE``. Messages are counted by Bolt's chunking (a two-byte size
     before each chunk, a zero size ending a message), so TCP segmentation cannot move the corruption."""
 
     def __init__(self, upstream: int, nth: int = 2):
-        self.upstream, self.nth = upstream, nth
-        self.connections = self.corrupted = 0
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.nth = nth
+        self.corrupted = 0
+        super().__init__(upstream)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            server = socket.create_connection(("127.0.0.1", self.upstream))
-            threading.Thread(target=self._forward, args=(client, server), daemon=True).start()
-            reply = self._corrupt if self.connections == 1 else self._forward
-            threading.Thread(target=reply, args=(server, client), daemon=True).start()
-
-    @staticmethod
-    def _close(*socks: socket.socket) -> None:
-        for s in socks:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def _forward(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            self._close(src, dst)
-
-    def _corrupt(self, src: socket.socket, dst: socket.socket) -> None:
+    def to_client(self, src: socket.socket, dst: socket.socket, n: int) -> None:
+        if n != 1:
+            return self.forward(src, dst)
         buf, message, index, handshake = b"", b"", 0, True
         try:
             while data := src.recv(65536):
                 buf += data
                 out = b""
-                if handshake and (n := _handshake_length(buf)):
-                    out, buf, handshake = buf[:n], buf[n:], False
+                if handshake and (k := _handshake_length(buf)):
+                    out, buf, handshake = buf[:k], buf[k:], False
                 while not handshake and len(buf) >= 2:
                     size = int.from_bytes(buf[:2], "big")
                     if len(buf) < 2 + size:
@@ -111,33 +81,24 @@ class CorruptingProxy:
         except OSError:
             pass
         finally:
-            self._close(src, dst)
-
-    def close(self) -> None:
-        self._sock.close()
+            self.shut(src, dst)
 
 
 @pytest.fixture
 def proxy():
-    real = connections.resolve(WORLD)
-    p = CorruptingProxy(int(real.uri.rsplit(":", 1)[1]))
+    p = CorruptingProxy(upstream_port(WORLD))
     yield p
     p.close()
 
 
-def _target(port: int) -> connections.Target:
-    return connections.Target(world=WORLD, uri=f"bolt://127.0.0.1:{port}", user=None, password=None,
-                              database=None, local=False)
-
-
 def test_an_undecodable_reply_is_retried_on_a_new_connection(proxy):
-    r = SafeExecutor(WORLD, timeout=10, target=_target(proxy.port)).run(QUERY)
+    r = SafeExecutor(WORLD, timeout=10, target=proxy.target(WORLD)).run(QUERY)
     assert proxy.corrupted == 1 and proxy.connections == 2  # the broken connection was not reused
     assert r.ok and r.rows == execute(WORLD, QUERY).rows
 
 
 def test_without_retries_it_is_reported_as_unavailable_not_raised(proxy):
-    r = SafeExecutor(WORLD, timeout=10, retries=0, target=_target(proxy.port)).run(QUERY)
+    r = SafeExecutor(WORLD, timeout=10, retries=0, target=proxy.target(WORLD)).run(QUERY)
     assert proxy.corrupted == 1
     assert r.error is not None and r.error.kind == "unavailable"
     assert "could not read the server's reply" in r.error.message and "Expected structure" in r.error.message

@@ -5,13 +5,12 @@ the connection it was stuck on is not handed out again."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import pytest
 
-from graphs import connections
+from bolt_proxy import TcpProxy, upstream_port
 from graphs.executor import CLIENT_GRACE_S, SafeExecutor, execute
 
 pytestmark = pytest.mark.neo4j
@@ -20,61 +19,33 @@ WORLD = "ancient_empire"
 QUERY = "MATCH (p:Province) RETURN count(p) AS n"
 
 
-class FreezingProxy:
+class FreezingProxy(TcpProxy):
     """Forwards to the real server until ``frozen`` is set; then holds whatever it receives."""
 
     def __init__(self, upstream: int):
-        self.upstream = upstream
-        self.connections = 0
         self.frozen = threading.Event()
         self.thawed = threading.Event()
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(upstream)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            server = socket.create_connection(("127.0.0.1", self.upstream))
-            for src, dst in ((client, server), (server, client)):
-                threading.Thread(target=self._forward, args=(src, dst), daemon=True).start()
-
-    def _forward(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                if self.frozen.is_set():
-                    self.thawed.wait()
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+    def passing(self, data: bytes) -> bytes:
+        if self.frozen.is_set():
+            self.thawed.wait()
+        return data
 
     def close(self) -> None:
         self.thawed.set()
-        self._sock.close()
+        super().close()
 
 
 @pytest.fixture
 def proxy():
-    real = connections.resolve(WORLD)
-    p = FreezingProxy(int(real.uri.rsplit(":", 1)[1]))
+    p = FreezingProxy(upstream_port(WORLD))
     yield p
     p.close()
 
 
 def test_a_frozen_server_gives_a_timeout_at_the_deadline_and_the_stuck_connection_is_dropped(proxy):
-    target = connections.Target(world=WORLD, uri=f"bolt://127.0.0.1:{proxy.port}", user=None, password=None,
-                                database=None, local=False)
-    ex = SafeExecutor(WORLD, timeout=1.0, retries=0, target=target)
+    ex = SafeExecutor(WORLD, timeout=1.0, retries=0, target=proxy.target(WORLD))
     expected = execute(WORLD, QUERY).rows
     assert ex.run(QUERY).rows == expected  # a pooled connection to the proxy now exists
     before = proxy.connections
