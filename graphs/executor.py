@@ -144,6 +144,10 @@ _EXPLAIN = "EXPLAIN "
 _POSITION = re.compile(r"line (\d+), column (\d+) \(offset: (\d+)\)")
 
 
+class _CompileError(str):
+    """A cached EXPLAIN verdict that is Neo4j's compile error (its message), not a plan verdict."""
+
+
 def _unprefixed(message: str) -> str:
     """Neo4j's syntax message for ``EXPLAIN q`` rewritten to point into ``q`` itself."""
     n = len(_EXPLAIN)
@@ -243,7 +247,8 @@ class ExecutorLimits:
 class SafeExecutor:
     """Runs read-only Cypher on one world with timeouts, caps and retries (see module docstring)."""
 
-    _verdicts: LRUCache[str] = LRUCache(20_000)  # (uri, database, query) -> "" (a read) or why it is not
+    # (uri, database, query) -> "" (a read), why it is not, or the compile error (a ``_CompileError``)
+    _verdicts: LRUCache[str] = LRUCache(20_000)
     _checked: LRUCache[tuple] = LRUCache(8_192)  # query text -> (text to run, None) or (None, (kind, message))
 
     def __init__(self, world: str, limits: ExecutorLimits | None = None, *,
@@ -309,16 +314,30 @@ class SafeExecutor:
 
     # -- one attempt ----------------------------------------------------------------------------
     def _plan_verdict(self, session, target, query: str, params: dict, timeout: float) -> str:
-        """"" when EXPLAIN shows a plain read (query type r, allowed operators only), else the reason."""
+        """"" when EXPLAIN shows a plain read (query type r, allowed operators only), else the reason.
+        Raises a ``_Failure`` when EXPLAIN fails; a compile error of a query without parameters is cached
+        like a verdict (it depends on the text and the graph's schema only: a model's broken query that
+        comes back costs no round trip)."""
         key = (target.uri, target.database, query)
         verdict = self._verdicts.get(key)
         if verdict is None:
-            summary = session.run(neo4j.Query("EXPLAIN " + query, timeout=timeout), params).consume()
-            verdict = plan_refusal(summary.plan) or ""
-            if not verdict and summary.query_type != "r":
-                verdict = (f"the query is not read-only (Neo4j reports query type {summary.query_type!r}); "
-                           "only reads are allowed")
+            try:
+                summary = session.run(neo4j.Query("EXPLAIN " + query, timeout=timeout), params).consume()
+            except Neo4jError as exc:
+                failure = _classify(exc, timeout)
+                if failure.kind != "syntax":
+                    raise failure from None
+                verdict = _CompileError(_unprefixed(failure.message))
+                if params:
+                    raise _Failure("syntax", str(verdict)) from None
+            else:
+                verdict = plan_refusal(summary.plan) or ""
+                if not verdict and summary.query_type != "r":
+                    verdict = (f"the query is not read-only (Neo4j reports query type {summary.query_type!r}); "
+                               "only reads are allowed")
             self._verdicts.put(key, verdict)
+        if isinstance(verdict, _CompileError):
+            raise _Failure("syntax", str(verdict))
         return verdict
 
     def _attempt(self, query: str, params: dict, timeout: float, max_rows: int) -> QueryResult:
@@ -338,13 +357,7 @@ class SafeExecutor:
                              fetch_size=max_rows + 1) as session:
                 watch = WATCHDOG.watch(lambda: _kill_connection(session), timeout + CLIENT_GRACE_S)
                 try:
-                    try:
-                        verdict = self._plan_verdict(session, target, query, params, timeout)
-                    except Neo4jError as exc:
-                        failure = _classify(exc, timeout)
-                        if failure.kind == "syntax":
-                            failure.message = _unprefixed(failure.message)
-                        raise failure from None
+                    verdict = self._plan_verdict(session, target, query, params, timeout)
                     if verdict:
                         raise _Failure("refused", verdict)
                     result = session.run(neo4j.Query(query, timeout=timeout), params)

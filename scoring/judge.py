@@ -232,8 +232,8 @@ class Judge:
                 world, timeout=lim.timeout, max_rows=lim.max_rows, retries=lim.retries, backoff=lim.backoff, **big))
 
     def _map(self, fn, jobs: list) -> list:
-        """``[fn(job) ...]``, concurrently on the judge's pool when there is more than one job."""
-        if len(jobs) <= 1:
+        """``[fn(job) ...]``, concurrently on the judge's pool when there is more than one job and worker."""
+        if len(jobs) <= 1 or self.limits.workers <= 1:
             return [fn(job) for job in jobs]
         with self._lock:
             if self._pool is None:

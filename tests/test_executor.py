@@ -164,6 +164,27 @@ def test_input_checks_are_cached_by_text_and_give_the_same_results():
     assert ex.run(long_write).error.kind == "refused" and len(SafeExecutor._checked) == size
 
 
+def test_a_compile_error_is_cached_like_a_plan_verdict_and_reads_the_same():
+    ex = SafeExecutor(WORLD, timeout=TIMEOUT)
+    # passes the lexical guard; Neo4j's EXPLAIN refuses it (m is not defined); unique, so not cached before
+    query = f"MATCH (n:Deity) RETURN m.name AS name, '{time.time_ns()}' AS tag"
+    key = (ex.target.uri, ex.target.database, query)
+    first = ex.run(query)
+    assert first.error is not None and first.error.kind == "syntax" and "`m`" in first.error.message
+    assert "column 24" in first.error.message  # the position points into the query, not into "EXPLAIN ..."
+    hits = SafeExecutor._verdicts.hits
+    second = ex.run(query)
+    assert SafeExecutor._verdicts.hits == hits + 1  # answered from the cache: no EXPLAIN round trip
+    assert (second.rows, second.error) == (first.rows, first.error)
+    assert isinstance(SafeExecutor._verdicts.get(key), str)
+    # with parameters the verdict is not kept (a compile error could depend on them)
+    with_params = query.replace("m.name", "m.name + $x")
+    assert ex.run(with_params, params={"x": 1}).error.kind == "syntax"
+    assert SafeExecutor._verdicts.get((ex.target.uri, ex.target.database, with_params)) is None
+    # a query that compiles still runs
+    assert ex.run("MATCH (n:Deity) RETURN count(n) AS n").error is None
+
+
 def test_limits_are_one_dataclass_with_keyword_overrides_and_validation():
     base = ExecutorLimits(timeout=7.0, max_rows=20)
     ex = SafeExecutor(WORLD, base, max_rows=3)
