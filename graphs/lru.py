@@ -1,5 +1,5 @@
 """A small thread-safe LRU cache with hit counters, shared by the executor (EXPLAIN query types), the
-scorer and the execution rewards (gold results)."""
+scorer and the execution rewards (gold results), and the parsed world specs."""
 
 from __future__ import annotations
 

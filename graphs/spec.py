@@ -72,6 +72,7 @@ from typing import Any
 
 import yaml
 from graphs.errors import InputError
+from graphs.lru import LRUCache
 
 SPLITS = ("benchmark", "training")
 TYPES = ("string", "int", "float", "bool", "date")
@@ -300,7 +301,7 @@ def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Parsed specs by (path, modification time, size): every executor and environment asks for its world's
 # spec, and parsing one took ~40 ms (a third of a scoring pass over 1,000 pairs). WorldSpec is frozen.
-_PARSED: dict[tuple[str, int, int], WorldSpec] = {}
+_PARSED: LRUCache[WorldSpec] = LRUCache(256)
 
 
 def load_spec_file(path: str | Path) -> WorldSpec:
@@ -320,9 +321,7 @@ def load_spec_file(path: str | Path) -> WorldSpec:
     spec = parse_spec(raw, source=str(path))
     if spec.world != path.stem:
         raise SpecError(f"{path}: 'world' is {spec.world!r} but the file is named {path.stem!r}")
-    if len(_PARSED) > 256:
-        _PARSED.clear()
-    _PARSED[key] = spec
+    _PARSED.put(key, spec)
     return spec
 
 
