@@ -35,6 +35,9 @@ NEO4J_VERSION = "5.26.24"  # keep equal to graphs/jvm/pom.xml
 DEFAULT_BASE_PORT = 17687
 MAIN_CLASS = "cypherturn.EmbeddedServer"
 WATCHDOG_GRACE_S = 5.0  # a transaction this long past its timeout is ended by the JVM's watchdog
+# A killed JVM counts as gone once its memory is released, but its listening sockets close after that, one
+# by one: a restart waits this long for the previous ports before it moves the worlds to other ones.
+PORT_RELEASE_WAIT_S = 15.0
 
 
 class ServerError(InfrastructureError):
@@ -189,13 +192,20 @@ def running_state() -> ServerState | None:
     return state
 
 
-def _allocate_ports(worlds: list[str], previous: dict[str, int] | None = None) -> dict[str, int]:
-    """Consecutive free ports from the base port; a world keeps its previous port when that is free
-    (a restarted server comes back where its clients look for it)."""
+def _allocate_ports(worlds: list[str], previous: dict[str, int] | None = None, *,
+                    wait: float = PORT_RELEASE_WAIT_S) -> dict[str, int]:
+    """Consecutive free ports from the base port; every world keeps its previous port when those are free
+    within ``wait`` seconds (a restarted server comes back where its clients look for it)."""
     base = int(os.environ.get("CYPHERTURN_NEO4J_BASE_PORT", DEFAULT_BASE_PORT))
     previous = previous or {}
-    if all(w in previous for w in worlds) and all(_port_free(previous[w]) for w in worlds):
-        return {w: previous[w] for w in worlds}
+    if all(w in previous for w in worlds):
+        deadline = time.monotonic() + wait
+        while True:
+            if all(_port_free(previous[w]) for w in worlds):
+                return {w: previous[w] for w in worlds}
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
     ports: dict[str, int] = {}
     port = base
     for world in worlds:

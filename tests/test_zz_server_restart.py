@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -77,3 +78,27 @@ def test_a_server_alive_with_its_ports_closed_is_replaced_by_the_next_client(tmp
         assert SafeExecutor(WORLD).run("MATCH (n) RETURN count(n) AS n").rows == expected
     finally:
         hung.kill()
+
+
+def _listening() -> socket.socket:
+    return socket.create_server(("127.0.0.1", 0))
+
+
+def test_a_restart_waits_for_the_previous_ports_a_dying_server_still_holds():
+    held = [_listening(), _listening()]
+    previous = {"a": held[0].getsockname()[1], "b": held[1].getsockname()[1]}
+    threading.Timer(0.6, lambda: [s.close() for s in held]).start()  # the old JVM's sockets close late
+    t0 = time.monotonic()
+    assert server._allocate_ports(["a", "b"], previous, wait=10.0) == previous
+    assert 0.5 < time.monotonic() - t0 < 10.0
+
+
+def test_ports_still_taken_after_the_wait_are_replaced(monkeypatch):
+    held = _listening()
+    previous = {"a": held.getsockname()[1]}
+    monkeypatch.setenv("CYPHERTURN_NEO4J_BASE_PORT", str(previous["a"]))
+    try:
+        ports = server._allocate_ports(["a"], previous, wait=0.3)
+    finally:
+        held.close()
+    assert ports["a"] != previous["a"] and ports["a"] > previous["a"]
