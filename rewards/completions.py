@@ -126,15 +126,36 @@ def extract_answer(text: str) -> str | None:
     return query or None
 
 
+# the environment's plain action form (envs.actions): a line that starts with the action's name, the query after it
+_ACTION = re.compile(r"^[ \t>*`#-]*(?:action\s*:\s*)?(EXECUTE_CYPHER|INSPECT_SCHEMA|SEARCH_VALUES|ASK_USER|SUBMIT_ANSWER)"
+                     r"\b[:\s]*", re.M | re.I)
+
+
+def extract_action_query(text: str) -> str | None:
+    """The query of a response written as the environment's plain action: when its first action line is
+    ``SUBMIT_ANSWER <query>`` or ``EXECUTE_CYPHER <query>``, everything after the name (another action
+    first: None); with no action line, the ``<answer>`` tag's query, else None. A guided turn's response
+    is scored as the environment scores it alone."""
+    m = _ACTION.search(text or "")
+    if m:
+        if m.group(1).upper() not in ("SUBMIT_ANSWER", "EXECUTE_CYPHER"):
+            return None
+        return strip_code(text[m.end():]) or None
+    return extract_answer(text or "")
+
+
 def extract_query(text: str, mode: str = "answer") -> str | None:
-    """The query of a completion. ``mode="answer"``: only the ``<answer>`` tag; ``"auto"``: the
-    answer tag, else the last fenced code block, else the whole text; ``"raw"``: the whole text."""
+    """The query of a completion. ``mode="answer"``: only the ``<answer>`` tag; ``"action"``: the plain
+    action form, else the answer tag (``extract_action_query``); ``"auto"``: the answer tag, else the last
+    fenced code block, else the whole text; ``"raw"``: the whole text."""
     if mode == "answer":
         return extract_answer(text)
+    if mode == "action":
+        return extract_action_query(text)
     if mode == "raw":
         return strip_code(text) or None
     if mode != "auto":
-        raise ValueError(f"unknown query extraction mode {mode!r}; use 'answer', 'auto' or 'raw'")
+        raise ValueError(f"unknown query extraction mode {mode!r}; use 'answer', 'action', 'auto' or 'raw'")
     found = extract_answer(text)
     if found is not None:
         return found

@@ -167,6 +167,24 @@ def test_extractors():
 
 # -- answer ------------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("text,query", [
+    ("SUBMIT_ANSWER MATCH (n) RETURN n.name AS name", "MATCH (n) RETURN n.name AS name"),
+    ("submit_answer: MATCH (n)\nRETURN n;", "MATCH (n)\nRETURN n"),
+    ("EXECUTE_CYPHER RETURN 1", "RETURN 1"),
+    ("Action: SUBMIT_ANSWER ```cypher\nRETURN 2\n```", "RETURN 2"),
+    ("ASK_USER which one?\nSUBMIT_ANSWER RETURN 3", None),   # the environment plays the first action: a question
+    ("<reasoning>x</reasoning><answer>RETURN 4</answer>", "RETURN 4"),
+    ("SUBMIT_ANSWER", None), ("no action here", None), ("", None),
+])
+def test_action_extraction_reads_a_response_as_the_environment_reads_one_action(text, query):
+    from envs.actions import SUBMIT, EXECUTE, parse_action
+
+    assert extract_query(text, "action") == query
+    parsed = parse_action(text)
+    if query is not None and "<answer>" not in text:
+        assert parsed.type in (SUBMIT, EXECUTE) and parsed.argument.rstrip(";") == query
+
+
 @pytest.mark.parametrize("pred", [
     "match (e:Emperor)-[:GOVERNS]->(p:Province) return p.name as name",                  # keyword case
     "MATCH (x:Emperor)  -[:GOVERNS]->\n  (y:Province)\nRETURN y.name AS name ;",          # renaming, spaces

@@ -232,3 +232,46 @@ def test_holdout_keeps_every_world_on_both_sides(sessions):
     assert split_sessions(sessions, 0.5) == (train, held)  # deterministic
     with pytest.raises(ValueError):
         split_sessions(sessions, 1.0)
+
+
+@pytest.mark.parametrize("script", ["training/sft.py", "training/grpo.py"])
+def test_help_of_the_training_scripts_exits_0(script, tmp_path):
+    # a help string holding a bare '%' made argparse's formatting raise (ValueError: unsupported format character)
+    proc = _run([sys.executable, script, "--help"], tmp_path, timeout=300)
+    assert "--holdout_fraction" in proc.stdout and "90%" in proc.stdout and "--lora_layers" in proc.stdout
+
+
+def test_guided_action_examples_answer_the_turn_prompt_with_the_gold_submission(sessions):
+    from envs.actions import SUBMIT, parse_action
+    from rewards.completions import extract_query
+    from training.data import sft_examples
+
+    examples = sft_examples(sessions[:2], ["guided_action"], chat_tools=False)
+    assert len(examples) == sum(len(s.turns) for s in sessions[:2])
+    by_id = {s.id: s for s in sessions}
+    for e in examples:
+        gold = by_id[e["session"]].turns[e["turn"]].gold_cypher
+        assert [m["role"] for m in e["messages"]] == ["system", "user", "assistant"] and e["tools"] is None
+        answer = e["messages"][-1]["content"]
+        action = parse_action(answer)  # the environment reads it as one SUBMIT_ANSWER of the gold
+        assert action.type == SUBMIT and action.argument == gold
+        assert extract_query(answer, "action") == gold  # and so does the execution reward's "action" mode
+        assert f"(turn {e['turn'] + 1})" in e["messages"][1]["content"]
+
+
+def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
+    from peft import get_peft_model
+    from trl import ModelConfig
+
+    from training.trainers import load_for_training
+
+    args = ModelConfig(model_name_or_path="tiny-llama", use_peft=True, lora_r=4, lora_target_modules="all-linear")
+    model, _, peft_config, _ = load_for_training(args, lora_layers=1)
+    top = model.config.num_hidden_layers - 1
+    trainable = [n for n, p in get_peft_model(model, peft_config).named_parameters() if p.requires_grad]
+    assert trainable and all(f"layers.{top}." in n and "lora_" in n for n in trainable)
+    for bad in (0, top + 2):
+        with pytest.raises(ValueError, match="lora_layers"):
+            load_for_training(args, lora_layers=bad)
+    with pytest.raises(ValueError, match="use_peft"):
+        load_for_training(ModelConfig(model_name_or_path="tiny-llama"), lora_layers=1)

@@ -25,19 +25,23 @@ class CypherTurnDataArguments:
     build_sessions: int = field(default=200, metadata={"help": "sessions of the on-demand training build"})
     build_seed: int = field(default=0, metadata={"help": "seed of the on-demand training build"})
     holdout_fraction: float = field(default=0.1, metadata={
-        "help": "the last share of each world's sessions held out from training (the paper trains on 90%)"})
+        "help": "the last share of each world's sessions held out from training (the paper trains on 90%%)"})
     max_examples: int | None = field(default=None, metadata={
         "help": "use at most this many examples (after shuffling with the training seed): smoke runs"})
     turns: list[int] | None = field(default=None, metadata={"help": "only these turn indexes (0-based)"})
     env_timeout: float = field(default=10.0, metadata={"help": "per-query time limit of the environment, seconds"})
     budget_multiplier: int = field(default=3, metadata={"help": "agentic budget m (B = T x m)"})
+    lora_layers: int | None = field(default=None, metadata={
+        "help": "with use_peft on a base model: LoRA on the top N decoder layers only (the backward pass stops "
+                "below them, so an example costs less and the adapter is smaller); default: every layer"})
 
 
 @dataclass
 class CypherTurnSFTArguments(CypherTurnDataArguments):
     formats: list[str] = field(default_factory=lambda: ["guided_tools"], metadata={
         "help": "SFT data formats: guided_tools, agentic_tools (oracle tool-call conversations), paper (the GRPO "
-                "paper's single-turn <reasoning>...<answer> response to the guided turn prompt)"})
+                "paper's single-turn <reasoning>...<answer> response to the guided turn prompt), guided_action (the "
+                "guided turn prompt answered with the action alone: SUBMIT_ANSWER <query>; short, for CPU recipes)"})
     chat_format: str = field(default="auto", metadata={
         "help": "tools: the five tool schemas are declared through the chat template, as in multi-turn GRPO and "
                 "the evaluator's tools chat format; text: no declarations (the papers' protocol); auto: tools "

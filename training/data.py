@@ -120,7 +120,18 @@ def paper_conversation(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> lis
     return turn_prompt(env, row) + [{"role": "assistant", "content": paper_response(turn)}]
 
 
-SFT_FORMATS = ("guided_tools", "agentic_tools", "paper")
+def action_response(turn) -> str:
+    """The guided turn answered with the action alone, in the environment's plain grammar:
+    ``SUBMIT_ANSWER <gold>``. About half the paper response's tokens, and one action per turn to score."""
+    return f"SUBMIT_ANSWER {turn.gold_cypher}"
+
+
+def action_conversation(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> list[dict[str, str]]:
+    """The row's prompt with its turn prompt (from ``env.reset``) and ``action_response`` as the answer."""
+    return turn_prompt(env, row) + [{"role": "assistant", "content": action_response(turn)}]
+
+
+SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
 
 
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
@@ -128,7 +139,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
                  progress: bool = False) -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
-    in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format.
+    in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
+    ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``.
     ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
@@ -145,8 +157,9 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
         env = CypherTurnToolEnv(sessions=sessions, protocol=protocol, timeout=env_timeout)
         rows = make_training_rows(sessions, protocol, turns=wanted)
         for row in tqdm(rows, desc=f"SFT data ({fmt})", unit="turn", disable=not progress):
-            if fmt == "paper":
-                messages = paper_conversation(env, row, by_id[row["session"]].turns[int(row["turn"])])
+            if fmt in ("paper", "guided_action"):
+                make = paper_conversation if fmt == "paper" else action_conversation
+                messages = make(env, row, by_id[row["session"]].turns[int(row["turn"])])
             else:
                 messages = flat_messages(oracle_tool_conversation(env, row, by_id, verify=verify))
             out.append({"messages": messages, "tools": tools, "format": fmt, "session": row["session"],

@@ -70,10 +70,10 @@ def _dtype(model_args) -> Any:
     return getattr(torch, dtype)
 
 
-def load_for_training(model_args, gradient_checkpointing: bool = False):
+def load_for_training(model_args, gradient_checkpointing: bool = False, lora_layers: int | None = None):
     """(model, tokenizer, peft_config, base name). A checkpoint holding a LoRA adapter continues training
     that adapter on its recorded base; anything else is loaded by ``envs.models`` (aliases included) and
-    gets TRL's LoRA config when ``use_peft``."""
+    gets TRL's LoRA config when ``use_peft`` (on the top ``lora_layers`` layers only, when given)."""
     from transformers import AutoTokenizer
     from trl import get_peft_config
 
@@ -105,7 +105,23 @@ def load_for_training(model_args, gradient_checkpointing: bool = False):
     marker = Path(name) / MARKER
     if marker.is_file():  # a full fine-tuned checkpoint of ours: keep pointing at its own directory
         base = str(Path(name).resolve())
-    return model, tok, get_peft_config(model_args), base
+    peft_config = get_peft_config(model_args)
+    if lora_layers is not None:
+        peft_config = top_layers_only(peft_config, model, lora_layers)
+    return model, tok, peft_config, base
+
+
+def top_layers_only(peft_config, model, n: int):
+    """``peft_config`` restricted to the top ``n`` decoder layers (``layers_to_transform``): nothing below
+    them needs a gradient, so the backward pass stops there."""
+    if peft_config is None:
+        raise ValueError("lora_layers needs use_peft: true (it restricts the LoRA adapter to the top layers)")
+    total = model.config.num_hidden_layers
+    if not 1 <= n <= total:
+        raise ValueError(f"lora_layers must be between 1 and the model's {total} layers, got {n}")
+    peft_config.layers_to_transform = list(range(total - n, total))
+    peft_config.layers_pattern = "layers"
+    return peft_config
 
 
 # -- checkpoints ------------------------------------------------------------------------------------------
@@ -227,7 +243,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     if not examples:
         raise ValueError("no SFT examples: the training sessions are empty")
     dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
-    model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing)
+    model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
+                                                      args.lora_layers)
     info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples))
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config,
@@ -295,7 +312,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
             from envs.prompts import GUIDED_CAP
 
             training_args.max_tool_calling_iterations = GUIDED_CAP
-    model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing)
+    model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
+                                                      args.lora_layers)
     info = _info("grpo", base, "tools" if multi else "text", args, held, mode=args.mode, protocol=args.protocol,
                  rewards=[str(s) for s in args.reward_specs()], examples=len(rows))
     trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=training_args, train_dataset=dataset,
