@@ -196,7 +196,8 @@ class HFBackend(_BatchingBackend):
     name = "hf"
 
     def __init__(self, model: str, *, device: str | None = None, batch_size: int | None = None,
-                 gguf_file: str | None = None, max_wait_s: float = 0.02, prefix_cache: bool = True):
+                 gguf_file: str | None = None, max_wait_s: float = 0.02, prefix_cache: bool = True,
+                 dtype: str = "auto"):
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -207,7 +208,9 @@ class HFBackend(_BatchingBackend):
         path = Path(model)
         adapter = path / "adapter_config.json"
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-        if self.device != "cpu":
+        if dtype != "auto":
+            kwargs["dtype"] = getattr(torch, dtype)
+        elif self.device != "cpu":
             kwargs["dtype"] = "auto"
         if adapter.is_file():
             from peft import PeftModel
@@ -328,15 +331,19 @@ class VLLMBackend(_BatchingBackend):
 
 def make_backend(backend: str, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  device: str | None = None, batch_size: int | None = None, api_retries: int = 4,
-                 prefix_cache: bool = True) -> Backend:
+                 prefix_cache: bool = True, dtype: str = "auto") -> Backend:
     """hf: ``device`` and ``batch_size`` default to cuda and 8 where a GPU is visible, else cpu and 1;
-    vllm: up to ``batch_size`` (default 256) waiting chats per engine call."""
+    ``dtype`` (``auto``: the checkpoint's on a GPU, float32 on CPU); vllm: up to ``batch_size`` (default
+    256) waiting chats per engine call."""
     if model == "smollm2-135m":
         gguf = smollm2_gguf()
         return HFBackend(str(gguf.parent), gguf_file=gguf.name, device=device, batch_size=batch_size,
-                         prefix_cache=prefix_cache)
+                         prefix_cache=prefix_cache, dtype=dtype)
     if backend == "hf":
-        return HFBackend(model, device=device, batch_size=batch_size, prefix_cache=prefix_cache)
+        from envs.models import TINY, tiny_model_dir
+
+        path = str(tiny_model_dir(model)) if model in TINY else model  # the offline smoke-test aliases
+        return HFBackend(path, device=device, batch_size=batch_size, prefix_cache=prefix_cache, dtype=dtype)
     if backend == "vllm":
         return VLLMBackend(model, batch_size=batch_size)
     if backend == "openai":

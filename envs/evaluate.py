@@ -33,6 +33,7 @@ from scoring.records import append_records, read_records
 
 BACKENDS = ("hf", "vllm", "openai")
 CHAT_FORMATS = ("auto", "text", "tools")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 class EvaluationConfigError(InputError):
@@ -51,7 +52,7 @@ class EvaluationConfig:
     multiplier; ``variant``: an agentic prompt variant; ``dataset``: a build directory (default: the
     default test build); ``limit``: the first N sessions only; ``concurrency``: sessions played at once;
     ``temperature``, ``top_p``, ``max_new_tokens`` (default 512, 64 for smollm2-135m), ``seed``: the
-    generation settings; ``device``, ``batch_size``, ``no_prefix_cache``: the hf backend's; ``chat_format``:
+    generation settings; ``device``, ``batch_size``, ``no_prefix_cache``, ``dtype``: the hf backend's; ``chat_format``:
     auto, text or tools; ``user_sim``: ``rule`` or ``openai:BASE_URL:MODEL``; ``api_base``,
     ``api_key_env``, ``api_retries``: the openai backend's; ``infra_retries``: replays of sessions spoiled
     by an outage; ``out``: the run directory (default ``runs/<model>-<protocol>``); ``no_psjs``: skip
@@ -72,6 +73,7 @@ class EvaluationConfig:
     device: str | None = None
     batch_size: int | None = None
     no_prefix_cache: bool = False
+    dtype: str = "auto"
     chat_format: str = "auto"
     user_sim: str = "rule"
     api_base: str | None = None
@@ -89,7 +91,7 @@ class EvaluationConfig:
         if not isinstance(self.model, str) or not self.model.strip():
             bad("model", "a checkpoint, a hub id, 'oracle' or 'smollm2-135m'")
         for name, allowed in (("backend", BACKENDS), ("protocol", PROTOCOLS), ("chat_format", CHAT_FORMATS),
-                              ("variant", (None, *VARIANTS[1:]))):
+                              ("variant", (None, *VARIANTS[1:])), ("dtype", DTYPES)):
             if getattr(self, name) not in allowed:
                 bad(name, "one of " + ", ".join(map(str, allowed)))
         for name in ("budget", "concurrency"):
@@ -172,12 +174,34 @@ def _meta(args, dataset_dir: Path, settings: GenerationSettings) -> dict:
         "dataset": str(dataset_dir), "dataset_sha256": hashlib.sha256(sessions_file.read_bytes()).hexdigest(),
         "world_checksums": manifest.get("world_checksums"), "limit": args.limit, "user_sim": args.user_sim,
         "generation": settings.to_dict(), "code_version": _code_version(), "device": args.device,
-        "batch_size": args.batch_size, "prefix_cache": not args.no_prefix_cache,
+        "batch_size": args.batch_size, "prefix_cache": not args.no_prefix_cache, "dtype": args.dtype,
     }
 
 
 _RESUME_KEYS = ("model", "backend", "protocol", "budget_multiplier", "variant", "dataset_sha256", "limit",
                 "user_sim", "generation")
+
+
+def default_benchmark(quiet: bool = False) -> Path:
+    """The default test build, built once and cached; the first build (a few minutes) shows a progress bar."""
+    from tqdm import tqdm
+
+    from benchmark.build import DEFAULT_SESSIONS, default_dataset
+
+    bar = None
+
+    def progress(n: int) -> None:
+        nonlocal bar
+        if bar is None:  # only when it is really built, not when the cached build is reused
+            bar = tqdm(total=DEFAULT_SESSIONS["test"], desc="building the default benchmark (once; cached)",
+                       unit="session", file=sys.stderr, disable=quiet)
+        bar.update(n)
+
+    try:
+        return default_dataset("test", progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def run(config: EvaluationConfig | argparse.Namespace) -> dict:
@@ -187,9 +211,7 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
 
     args = config if isinstance(config, EvaluationConfig) else EvaluationConfig.from_args(config)
 
-    from benchmark.build import default_dataset
-
-    dataset_dir = Path(args.dataset) if args.dataset else default_dataset("test")
+    dataset_dir = Path(args.dataset) if args.dataset else default_benchmark(args.quiet)
     sessions = load_dataset(dataset_dir)
     if args.limit:
         sessions = sessions[:args.limit]
@@ -212,7 +234,8 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
     backend = None if args.model == "oracle" else make_backend(args.backend, args.model, api_base=args.api_base,
                                                                api_key=_api_key(args), device=args.device,
                                                                batch_size=args.batch_size, api_retries=args.api_retries,
-                                                               prefix_cache=not args.no_prefix_cache)
+                                                               prefix_cache=not args.no_prefix_cache,
+                                                               dtype=args.dtype)
     chat_format = resolve_chat_format(args.model, args.chat_format)
     if backend is not None and chat_format == "tools":
         if not hasattr(backend, "tools"):
@@ -411,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="hf backend: cuda, cpu, ... (default: cuda if visible, else cpu)")
     p.add_argument("--batch-size", type=_POSITIVE,
                    help="most chats generated together: hf 8 on a GPU, 1 on CPU; vllm 256 per engine call")
+    p.add_argument("--dtype", choices=DTYPES, default=EvaluationConfig.dtype,
+                   help="hf backend: the weights' dtype; auto: the checkpoint's on a GPU, float32 on CPU (bfloat16 "
+                        "halves CPU decoding time where the CPU has bf16 instructions; greedy outputs may differ)")
     p.add_argument("--no-prefix-cache", action="store_true",
                    help="hf backend: prefill every prompt whole instead of reusing the KV cache of a shared prefix")
     p.add_argument("--chat-format", choices=CHAT_FORMATS, default=EvaluationConfig.chat_format,

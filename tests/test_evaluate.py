@@ -134,7 +134,8 @@ def test_the_python_api_takes_an_evaluation_config_like_the_command_line(dataset
     # the command line's defaults are the config's
     assert EvaluationConfig.from_args(build_parser().parse_args(["--model", "oracle"])) == EvaluationConfig("oracle")
     for name, value in (("protocol", "free"), ("budget", 0), ("budget", True), ("limit", 0), ("top_p", 0.0),
-                        ("temperature", -1), ("infra_retries", -1), ("backend", "tgi"), ("variant", "none")):
+                        ("temperature", -1), ("infra_retries", -1), ("backend", "tgi"), ("variant", "none"),
+                        ("dtype", "int4")):
         with pytest.raises(EvaluationConfigError, match=f"^{name} must be"):
             EvaluationConfig("oracle", **{name: value})
     metrics = run(EvaluationConfig("oracle", protocol="agentic", dataset=str(dataset), limit=3, concurrency=2,

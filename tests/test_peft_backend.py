@@ -88,3 +88,15 @@ def test_evaluate_scores_an_adapter_directory(adapter_dir, tmp_path):
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["sessions"] == 1 and metrics["infra_errors"] == 0 and metrics["turns_scored"] > 0
     assert json.loads((tmp_path / "meta.json").read_text())["model"] == str(adapter_dir / "adapter")
+
+
+def test_dtype_bfloat16_loads_the_base_in_bf16_under_the_adapter(adapter_dir):
+    import torch
+
+    backend = make_backend("hf", str(adapter_dir / "adapter"), dtype="bfloat16")
+    base_weights = [p for n, p in backend.model.named_parameters() if "lora_" not in n]
+    assert base_weights and all(p.dtype == torch.bfloat16 for p in base_weights)
+    assert isinstance(backend.generate([{"role": "user", "content": "Which generals?"}],
+                                       GenerationSettings(max_new_tokens=3)), str)
+    fp32 = make_backend("hf", str(adapter_dir / "adapter"))  # auto on CPU: float32, as before
+    assert all(p.dtype == torch.float32 for p in fp32.model.parameters())
