@@ -1,6 +1,6 @@
 """The learning demonstration: SmolLM2-135M-Instruct on CPU, base -> SFT -> GRPO, scored in the guided protocol.
 
-    python scripts/demo_learning.py --out runs/demo --ship models/smollm2-135m-cypherturn   # about 100 min, 2 cores
+    python scripts/demo_learning.py --out runs/demo --ship models/smollm2-135m-cypherturn --publish reports/learning-demo
     python scripts/demo_learning.py --out runs/toy --toy                                  # the same pipeline in minutes
 
 Stages (each skipped when its output exists, so a rerun continues where it stopped; the wall time of each
@@ -16,9 +16,9 @@ stage that ran is kept in ``OUT/timings.json``):
 3. GRPO: ``training/grpo.py --config configs/smollm2-135m_grpo.yaml`` from the SFT adapter: completions to the
    same prompts, rewarded by the execution reward (strict EX from ``scoring.Judge``) on the real Neo4j;
 4. evaluation: ``python -m envs.evaluate`` (guided protocol, greedy, ``--max-new-tokens``, text chat format)
-   of the base model, the SFT and the GRPO checkpoints on the first ``--limit`` held-out training-world
-   sessions and the first ``--limit-benchmark`` benchmark-world sessions (base and SFT are scored before GRPO
-   starts, so a cut run still has the first comparison);
+   of the SFT checkpoint (before GRPO starts), the GRPO checkpoint and the base model on the first ``--limit``
+   held-out training-world sessions and the first ``--limit-benchmark`` benchmark-world sessions (the base
+   model on at most ``--base-limit`` of them when given);
 5. report: ``OUT/results.md`` and ``OUT/results.json``: EX strict and relaxed with 95% intervals (sessions
    resampled), EX on opening and later turns and by turn position, PSJS, the share of valid actions,
    paired bootstrap tests between stages, training figures, and ``OUT/training_curves.png``;
@@ -149,14 +149,12 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
             if (run / "metrics.json").is_file():
                 continue
             limit = args.limit_benchmark if split == "benchmark" else args.limit
-            # the base model writes prose to the token limit on all three actions of a turn: its chats are
-            # decoded in batches; the trained models answer in one short action, where reusing the KV cache of
-            # the shared prompt prefix (batch 1) is faster
-            batch = args.base_batch if name == "base" else 1
+            if name == "base" and args.base_limit:
+                limit = min(limit, args.base_limit)
             sh([sys.executable, "-m", "envs.evaluate", "--model", model, "--dataset", str(dataset), "--limit",
                 str(limit), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
-                "--chat-format", "text", "--concurrency", str(batch), "--batch-size", str(batch),
-                "--dtype", args.dtype, "--no-psjs", "--quiet", "--out", str(run)], out / "eval.log")
+                "--chat-format", "text", "--concurrency", "1", "--dtype", args.dtype, "--no-psjs", "--quiet",
+                "--out", str(run)], out / "eval.log")
 
 
 # -- report -----------------------------------------------------------------------------------------------
@@ -365,7 +363,7 @@ bf16 autocast, AdamW) then `configs/smollm2-135m_grpo.yaml` (GRPO on the same ki
 EX of the submitted query from the project's one judge on the real Neo4j). Reproduce everything, figures
 included:
 
-    python scripts/demo_learning.py --out runs/demo --ship models/smollm2-135m-cypherturn
+    python scripts/demo_learning.py --out runs/demo --ship models/smollm2-135m-cypherturn --publish reports/learning-demo
 
 ## Results (guided protocol, greedy decoding; from the demonstration's results.md)
 
@@ -394,8 +392,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="held-out training-world sessions scored (worlds interleaved: 10 cover all six, 88 turns)")
     p.add_argument("--limit-benchmark", type=int, default=11,
                    help="benchmark-world sessions scored (worlds interleaved: 11 cover all seven)")
-    p.add_argument("--base-batch", type=int, default=8, help="the base model's chats decoded together")
-    p.add_argument("--dtype", default="bfloat16", help="the evaluator's --dtype (bfloat16: about half the CPU time)")
+    p.add_argument("--base-limit", type=int,
+                   help="score the base model on at most this many sessions per split: it writes prose to the token "
+                        "limit on all three actions of every turn (about 30 s a turn on 2 cores at 192 tokens), "
+                        "where the trained models answer in one short action")
+    p.add_argument("--dtype", default="float32",
+                   help="the evaluator's --dtype (SmolLM2 loads from a GGUF whose kernels compute in float32)")
     p.add_argument("--max-new-tokens", type=int, default=192,
                    help="per action; the gold queries of the training split are about 86 tokens at the median")
     p.add_argument("--stages", default="data,train,eval,report",
@@ -403,9 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--toy", action="store_true",
                    help="the same pipeline at toy size (a 2-layer random model, a few examples, 1 session per split)")
     p.add_argument("--ship", help="copy the final adapter (GRPO, else SFT) with a model card to this directory")
+    p.add_argument("--publish", help="copy the report (results.md, results.json, training_curves.png, timings.json) "
+                                     "to this directory, e.g. reports/learning-demo")
     args = p.parse_args(argv)
     if min(args.limit, args.limit_benchmark, args.max_new_tokens, args.train_sessions, args.test_sessions,
-           args.base_batch) < 1:
+           args.base_limit or 1) < 1:
         p.error("--limit, --limit-benchmark, --max-new-tokens and the session counts must be positive")
     if args.toy:
         args.limit = args.limit_benchmark = 1
@@ -423,18 +427,28 @@ def main(argv: list[str] | None = None) -> int:
     sft, grpo = out / "sft", out / "grpo"
     datasets = {"heldout": write_heldout(train, sft, out), "benchmark": write_benchmark(test, out)}
     models = {"base": TOY_MODEL if args.toy else "smollm2-135m", "sft": str(sft.resolve()), "grpo": str(grpo.resolve())}
-    # the order gives the most useful figures first: base and SFT are scored before GRPO starts
+    # the order gives the most useful figures first: SFT is scored before GRPO starts, the base model last
     if "sft" in stages:
         clock.run("sft", stage_sft, args, out, train)
-    if "eval" in stages:
-        ready = {k: models[k] for k in ("base", "sft") if k == "base" or (sft / "cypherturn.json").is_file()}
-        clock.run("eval base+sft", stage_eval, args, out, ready, datasets)
+    if "eval" in stages and (sft / "cypherturn.json").is_file():
+        clock.run("eval sft", stage_eval, args, out, {"sft": models["sft"]}, datasets)
     if "grpo" in stages:
         clock.run("grpo", stage_grpo, args, out, train, sft)
     if "eval" in stages and (grpo / "cypherturn.json").is_file():
         clock.run("eval grpo", stage_eval, args, out, {"grpo": models["grpo"]}, datasets)
+    if "eval" in stages:
+        clock.run("eval base", stage_eval, args, out, {"base": models["base"]}, datasets)
     if "report" in stages:
         report(out, datasets, sft, grpo)
+    if args.publish:
+        import shutil
+
+        target = Path(args.publish)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("results.md", "results.json", "training_curves.png", "timings.json"):
+            if (out / name).is_file():
+                shutil.copy2(out / name, target / name)
+        print(f"report copied to {target}")
     if args.ship:
         final = grpo if (grpo / "cypherturn.json").is_file() else sft
         ship(final, Path(args.ship), out)

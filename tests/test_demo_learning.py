@@ -52,7 +52,7 @@ def test_every_stage_runs_and_the_report_compares_the_three_models(demo):
     assert train["sft"]["examples"] == 6 and train["sft"]["runtime_s"] > 0
     assert train["grpo"]["steps"] == 2 and len(train["grpo"]["first_rewards"]) >= 1
     assert (out / "training_curves.png").stat().st_size > 10_000
-    assert set(json.loads((out / "timings.json").read_text())) >= {"data", "sft", "eval base+sft", "grpo", "eval grpo"}
+    assert set(json.loads((out / "timings.json").read_text())) >= {"data", "sft", "eval sft", "grpo", "eval grpo", "eval base"}
     assert "EX by turn position" in (out / "results.md").read_text() and "EX by turn position" in proc.stdout
 
 
