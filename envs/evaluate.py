@@ -435,8 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_POSITIVE,
                    help="most chats generated together: hf 8 on a GPU, 1 on CPU; vllm 256 per engine call")
     p.add_argument("--dtype", choices=DTYPES, default=EvaluationConfig.dtype,
-                   help="hf backend: the weights' dtype; auto: the checkpoint's on a GPU, float32 on CPU (bfloat16 "
-                        "halves CPU decoding time where the CPU has bf16 instructions; greedy outputs may differ)")
+                   help="hf backend: the weights' dtype; auto: the checkpoint's on a GPU, float32 on CPU (greedy "
+                        "outputs may differ between dtypes)")
     p.add_argument("--no-prefix-cache", action="store_true",
                    help="hf backend: prefill every prompt whole instead of reusing the KV cache of a shared prefix")
     p.add_argument("--chat-format", choices=CHAT_FORMATS, default=EvaluationConfig.chat_format,

@@ -5,8 +5,7 @@
 # SmolLM2-135M-Instruct base. Needs Python 3.11+, Java 17+ and Maven; runs offline on CPU.
 #   LIMIT=N          sessions to score (default 3)
 #   MODEL=DIR|NAME   another model (a checkpoint of training/, smollm2-135m, a hub id in the cache)
-#   DTYPE=float32    the evaluator's --dtype (default bfloat16: about half the CPU decoding time where the CPU has
-#                    bf16 instructions, as the demonstration that produced the shipped adapter's figures used)
+#   DTYPE=bfloat16   the evaluator's --dtype (default auto: float32 on CPU)
 #   CYPHERTURN_PYTHON=python3   use that interpreter as it is (no .venv, no install: the Docker image)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +35,7 @@ if [ -z "${MODEL:-}" ]; then
 fi
 OUT=runs/main-job-$(basename "$MODEL")
 "$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 192 \
-  --concurrency 1 --dtype "${DTYPE:-bfloat16}" --out "$OUT"
+  --concurrency 1 --dtype "${DTYPE:-auto}" --out "$OUT"
 phase evaluation
 cat "$OUT/report.md"
 echo
