@@ -46,7 +46,7 @@ import neo4j
 from neo4j.exceptions import (BrokenRecordError, ClientError, DatabaseError, DriverError, Neo4jError,
                               ServiceUnavailable, SessionExpired, TransientError)
 
-from graphs import connections
+from graphs import connections, server
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
 from graphs.deadlines import WATCHDOG
 from graphs.errors import CypherTurnError
@@ -194,6 +194,9 @@ def _classify(exc: Neo4jError, timeout: float) -> _Failure:
         return _Failure("timeout", f"the query ran past its {timeout:g} s time limit")
     if "Memory" in code:
         return _Failure("memory", message)
+    if "exceeds maxCapacity" in message:  # the server's ceiling on one result record (graphs/jvm CappedAllocator)
+        return _Failure("too_large", "a result record is over the server's limit of "
+                                     f"{server.BOLT_MAX_BUFFER_BYTES >> 20} MiB")
     if code.endswith(("Statement.AccessMode", "Security.Forbidden", "Statement.ExternalResourceFailed",
                       "Procedure.ProcedureNotFound")) or "Security" in code:
         return _Failure("refused", message)
