@@ -192,6 +192,9 @@ def _classify(exc: Neo4jError, timeout: float) -> _Failure:
         return _Failure("syntax", message)
     if "TimedOut" in code or ("Terminated" in code and "timeout" in message.lower()):
         return _Failure("timeout", f"the query ran past its {timeout:g} s time limit")
+    if "OutOfMemoryError" in code and not code.endswith("TransactionOutOfMemoryError"):
+        # an allocation the server's heap could not hold (the JVM lives on: graphs/server.py)
+        return _Failure("memory", f"the query needed more memory than the server has ({message})")
     if "Memory" in code:
         return _Failure("memory", message)
     if "exceeds maxCapacity" in message:  # the server's ceiling on one result record (graphs/jvm CappedAllocator)
