@@ -252,7 +252,9 @@ class ExecutorLimits:
     ``CLIENT_GRACE_S`` later); ``max_rows``: rows returned (``max_rows + 1`` are fetched, to flag
     truncation); ``max_value_bytes`` / ``max_result_bytes``: the approximate JSON size of one value / of
     the whole result; ``max_query_chars``: the longest query text accepted; ``retries`` and ``backoff``:
-    how often and how long apart (``backoff * 2**n`` seconds) an infrastructure failure is retried."""
+    how often and how long apart (``backoff * 2**n`` seconds) an infrastructure failure is retried, within
+    the call's one deadline (``timeout + CLIENT_GRACE_S`` from the start: a retry that would not fit is
+    not made)."""
 
     timeout: float = DEFAULT_TIMEOUT_S
     max_rows: int = DEFAULT_MAX_ROWS
