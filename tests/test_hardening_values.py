@@ -8,7 +8,7 @@ of the query's own kind, never ``unavailable``, and the call is back within its 
   ``RewardInfrastructureError`` for the whole batch; nested in a list it came back as the text
   ``<...BrokenHydrationObject object at 0x...>``);
 - a query whose first row ends the attempt (too large, undecodable) while the server still computes the
-  second is back at once (it waited for the server's watchdog: 12 s for a 2 s timeout), and the client
+  second is back at once (it waited for the server's watchdog: 12 s for a 2 s timeout, timeout + 10 s), and the client
   deadline covers retries and the session's clean-up.
 """
 
@@ -44,7 +44,7 @@ UNDECODABLE = [
     "RETURN localdatetime({year: 999999999}) AS v",
     "RETURN [1, date({year: 10000})] AS v",
     "RETURN {a: [datetime({year: -5, timezone: 'Europe/Berlin'})]} AS v",
-    "RETURN reduce(x = [], i IN range(1, 5000) | [x]) AS v",
+    "RETURN reduce(x = [], i IN range(1, 2000) | [x]) AS v",
     "RETURN reduce(x = {}, i IN range(1, 1000) | {a: x}) AS v",
     "RETURN reduce(x = [], i IN range(1, 300) | [x]) AS v",
 ]
@@ -120,7 +120,7 @@ def test_an_undecodable_value_is_not_retried_and_the_connection_pool_stays_usabl
 @pytest.mark.parametrize("case", sorted(FIRST_THEN_NEVER))
 def test_the_deadline_covers_the_clean_up_after_the_first_row(case, before):
     query, value_cap, kind = FIRST_THEN_NEVER[case]
-    timeout = 2.0
+    timeout = 5.0  # the first row comes within it even on a loaded machine; the old clean-up took 15 s more
     ex = SafeExecutor(WORLD, timeout=timeout, max_value_bytes=value_cap, max_result_bytes=1 << 23)
     t0 = time.perf_counter()
     r = ex.run(query)
@@ -150,7 +150,7 @@ def test_env_step_reports_them_as_the_models_errors(tmp_path, before):
 
     build("test", tmp_path, seed=11, sessions=2, hf=False)
     session = next(iter(read_sessions(tmp_path)))
-    timeout = 2.0
+    timeout = 5.0
     env = CypherTurnEnv(dataset=tmp_path, protocol="agentic", budget_multiplier=20, timeout=timeout)
     env.reset(options={"session_id": session.id})
     env.executor = SafeExecutor(env.executor.world, env.executor.limits, max_value_bytes=10_000)
@@ -165,7 +165,7 @@ def test_env_step_reports_them_as_the_models_errors(tmp_path, before):
 
 
 def test_the_execution_reward_scores_a_grpo_batch_holding_them(before):
-    reward = make_execution_reward(timeout=2.0)
+    reward = make_execution_reward(timeout=5.0)
     good = f"<answer>{GOLD}</answer>"
     bad = [f"<answer>{q}</answer>" for q in UNDECODABLE[:5]]
     bad.append(f"<answer>{FIRST_THEN_NEVER['undecodable first row'][0]}</answer>")
@@ -175,6 +175,6 @@ def test_the_execution_reward_scores_a_grpo_batch_holding_them(before):
     elapsed = time.perf_counter() - t0
     assert scores == [0.0] * len(bad) + [1.0] * (16 - len(bad))
     # a query ending as a timeout is run once more on its own; none of these needs to
-    assert elapsed < 2 * (2.0 + RETURN_GRACE_S), elapsed
+    assert elapsed < 2 * (5.0 + RETURN_GRACE_S), elapsed
     assert execute(WORLD, GOLD).ok
     _all_worlds_answer(before)
