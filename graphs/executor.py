@@ -9,7 +9,9 @@ or a ``QueryError`` with one of these kinds:
 - ``timeout``     it ran past its time limit (server-side transaction timeout, and a client deadline);
 - ``memory``      Neo4j stopped it at the per-transaction memory cap;
 - ``too_large``   the query text, one value or the whole result is over its size cap;
-- ``runtime``     Neo4j raised an error while running it (type errors, division by zero, …);
+- ``runtime``     Neo4j raised an error while running it (type errors, division by zero, …), or the result
+                  holds a value the client cannot decode (a date outside years 1-9999, lists nested
+                  more than ``graphs.values.MAX_DEPTH`` deep): not retried, it would come back;
 - ``unavailable`` the database could not be reached after retries: infrastructure, not the model.
 
 Read-only by independent guards: a lexical deny list (``graphs.cypher_guard``, which lexes as Neo4j
@@ -21,7 +23,10 @@ refused). The plan verdict is cached per query text. Rows are capped by fetching
 never rewritten) and ``truncated`` says whether more existed. Values are normalized by
 ``graphs.values.normalize``. Each attempt runs on the caller's thread; one watchdog thread for all of
 them (``graphs.deadlines``) kills the connection of an attempt still waiting ``CLIENT_GRACE_S`` after its
-server-side timeout (a frozen server, a result stuck in sending), which ends it as a ``timeout``. Opening
+server-side timeout (a frozen server, a result stuck in sending), which ends it as a ``timeout``. The
+deadline is one per call: retries get what is left of it, and it covers discarding the rows past the cap
+and the reset on handing the connection back; a result given up mid-stream has its connection closed. A
+call returns within ``timeout + RETURN_GRACE_S``. Opening
 a new connection is bounded by the driver's own timeouts instead (5 s to connect, 30 s to get one from a
 full pool). Only infrastructure failures (connection refused or dropped, transient
 server errors, a reply the driver cannot decode) are retried, with exponential backoff, on a new connection.
@@ -38,16 +43,16 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import neo4j
-from neo4j.exceptions import (ClientError, DatabaseError, DriverError, Neo4jError, ServiceUnavailable,
-                              SessionExpired, TransientError)
+from neo4j.exceptions import (BrokenRecordError, ClientError, DatabaseError, DriverError, Neo4jError,
+                              ServiceUnavailable, SessionExpired, TransientError)
 
-from graphs import connections
+from graphs import connections, server
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
 from graphs.deadlines import WATCHDOG
 from graphs.errors import CypherTurnError
 from graphs.lru import LRUCache
 from graphs.spec import get_spec
-from graphs.values import normalize
+from graphs.values import UndecodableValue, normalize, undecodable
 
 ERROR_KINDS = ("syntax", "refused", "timeout", "memory", "too_large", "runtime", "unavailable")
 
@@ -57,6 +62,9 @@ DEFAULT_MAX_VALUE_BYTES = 1 << 20
 DEFAULT_MAX_RESULT_BYTES = 16 << 20
 DEFAULT_MAX_QUERY_CHARS = 100_000
 CLIENT_GRACE_S = 0.5  # the client deadline trails the server-side timeout by this much
+# A call returns within its timeout plus this: the client deadline (CLIENT_GRACE_S) and the "does the server
+# still answer?" probe after a dropped connection (PROBE_GRACE_S), which may run past it
+RETURN_GRACE_S = 1.0
 _CHECKED_MAX_CHARS = 4_096  # longer texts are checked every time (the input cache holds at most 8,192 of these)
 
 
@@ -90,6 +98,17 @@ class _Failure(CypherTurnError):
     def __init__(self, kind: str, message: str, retry: bool = False):
         super().__init__(message)
         self.kind, self.message, self.retry = kind, message, retry
+
+
+def _undecodable(exc: BaseException) -> _Failure:
+    """The query's own error for a result value the client cannot decode (not retried: it comes back)."""
+    if isinstance(exc, RecursionError):
+        message = "the result holds a value nested too deep for the client to decode"
+    elif isinstance(exc, UndecodableValue):
+        message = str(exc)
+    else:
+        message = str(undecodable(exc))
+    return _Failure("runtime", message)
 
 
 def _approx_size(value: Any) -> int:
@@ -173,8 +192,14 @@ def _classify(exc: Neo4jError, timeout: float) -> _Failure:
         return _Failure("syntax", message)
     if "TimedOut" in code or ("Terminated" in code and "timeout" in message.lower()):
         return _Failure("timeout", f"the query ran past its {timeout:g} s time limit")
+    if "OutOfMemoryError" in code and not code.endswith("TransactionOutOfMemoryError"):
+        # an allocation the server's heap could not hold (the JVM lives on: graphs/server.py)
+        return _Failure("memory", f"the query needed more memory than the server has ({message})")
     if "Memory" in code:
         return _Failure("memory", message)
+    if "exceeds maxCapacity" in message:  # the server's ceiling on one result record (graphs/jvm CappedAllocator)
+        return _Failure("too_large", "a result record is over the server's limit of "
+                                     f"{server.BOLT_MAX_BUFFER_BYTES >> 20} MiB")
     if code.endswith(("Statement.AccessMode", "Security.Forbidden", "Statement.ExternalResourceFailed",
                       "Procedure.ProcedureNotFound")) or "Security" in code:
         return _Failure("refused", message)
@@ -214,6 +239,8 @@ def _kill_connection(session) -> bool:
 
 
 SERVER_CHECK_S = 5.0  # the deadline of the "does the server still answer?" probe after a dropped connection
+PROBE_GRACE_S = 0.5  # ... which may run this long past the query's own deadline
+_MIN_ATTEMPT_S = 0.05  # a retry needs at least this much of the time limit left
 _KILL_WINDOW_S = 1.0  # a connection error this soon after the watchdog killed a connection may be its doing
 
 
@@ -225,7 +252,9 @@ class ExecutorLimits:
     ``CLIENT_GRACE_S`` later); ``max_rows``: rows returned (``max_rows + 1`` are fetched, to flag
     truncation); ``max_value_bytes`` / ``max_result_bytes``: the approximate JSON size of one value / of
     the whole result; ``max_query_chars``: the longest query text accepted; ``retries`` and ``backoff``:
-    how often and how long apart (``backoff * 2**n`` seconds) an infrastructure failure is retried."""
+    how often and how long apart (``backoff * 2**n`` seconds) an infrastructure failure is retried, within
+    the call's one deadline (``timeout + CLIENT_GRACE_S`` from the start: a retry that would not fit is
+    not made)."""
 
     timeout: float = DEFAULT_TIMEOUT_S
     max_rows: int = DEFAULT_MAX_ROWS
@@ -340,64 +369,95 @@ class SafeExecutor:
             raise _Failure("syntax", str(verdict))
         return verdict
 
-    def _attempt(self, query: str, params: dict, timeout: float, max_rows: int) -> QueryResult:
-        """One attempt on the caller's thread; the watchdog kills its connection ``CLIENT_GRACE_S`` after
-        the server-side timeout (a frozen server, a result stuck in sending), which ends it as a timeout."""
+    def _attempt(self, query: str, params: dict, timeout: float, max_rows: int, deadline: float) -> QueryResult:
+        """One attempt on the caller's thread. Everything it does with its connection (the query, the rows,
+        discarding the rest, the reset on release) is under the watchdog, which kills the connection at
+        ``deadline`` (``time.monotonic()``): a frozen server, a result stuck in sending, a second batch
+        that never finishes; that ends it as a timeout."""
         target = self.target
         drv = connections.driver(target)
         watch = None
         streaming = False
+        rows: list[list[Any]] = []
         t0 = time.perf_counter()
         started = time.monotonic()
+        # the server's limit: a retry runs under what is left of the caller's time (``timeout`` is for messages)
+        tx_timeout = max(min(timeout, deadline - CLIENT_GRACE_S - started), _MIN_ATTEMPT_S)
         try:
             # An auto-commit transaction in READ access mode: the server refuses any write in it, so it needs
-            # no rollback (one round trip less than BEGIN ... ROLLBACK); rows past the cap are discarded
-            # when the session closes.
-            with drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS,
-                             fetch_size=max_rows + 1) as session:
-                watch = WATCHDOG.watch(lambda: _kill_connection(session), timeout + CLIENT_GRACE_S)
-                try:
-                    verdict = self._plan_verdict(session, target, query, params, timeout)
-                    if verdict:
-                        raise _Failure("refused", verdict)
-                    result = session.run(neo4j.Query(query, timeout=timeout), params)
-                    columns = list(result.keys())
-                    rows: list[list[Any]] = []
-                    total = 0
-                    truncated = False
-                    for record in result:
-                        streaming = True
-                        if len(rows) == max_rows:
-                            truncated = True
-                            break
+            # no rollback (one round trip less than BEGIN ... ROLLBACK).
+            session = drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS,
+                                  fetch_size=max_rows + 1)
+            watch = WATCHDOG.watch(lambda: _kill_connection(session), deadline - started)
+            result = None
+            try:
+                verdict = self._plan_verdict(session, target, query, params, tx_timeout)
+                if verdict:
+                    raise _Failure("refused", verdict)
+                result = session.run(neo4j.Query(query, timeout=tx_timeout), params)
+                columns = list(result.keys())
+                total = 0
+                truncated = False
+                for record in result:
+                    streaming = True
+                    if len(rows) == max_rows:
+                        truncated = True
+                        break
+                    try:
                         row = [normalize(v) for v in record.values()]
-                        for col, value in zip(columns, row):
-                            size = _approx_size(value)
-                            if size > self.limits.max_value_bytes:
-                                raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
-                                                            f"is about {size} bytes; the cap is {self.limits.max_value_bytes}")
-                            total += size
-                        if total > self.limits.max_result_bytes:
-                            raise _Failure("too_large", f"the result is over {self.limits.max_result_bytes} bytes "
-                                                        f"after {len(rows)} rows")
-                        rows.append(row)
+                    except (UndecodableValue, RecursionError) as exc:
+                        raise _undecodable(exc) from None
+                    for col, value in zip(columns, row):
+                        size = _approx_size(value)
+                        if size > self.limits.max_value_bytes:
+                            raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
+                                                        f"is about {size} bytes; the cap is {self.limits.max_value_bytes}")
+                        total += size
+                    if total > self.limits.max_result_bytes:
+                        raise _Failure("too_large", f"the result is over {self.limits.max_result_bytes} bytes "
+                                                    f"after {len(rows)} rows")
+                    rows.append(row)
+                if truncated:
+                    try:  # the rows past the cap are discarded (the server may still be computing them)
+                        result.consume()
+                    except Exception:  # noqa: BLE001 - the rows are complete; a dropped connection is not an error
+                        if not watch.expired:
+                            _kill_connection(session)
+            except BaseException as exc:
+                if result is not None and not isinstance(exc, Neo4jError):
+                    # given up on a result still streaming (a value too large or undecodable): the rest is
+                    # not wanted, and waiting for it can take as long as the query runs
+                    _kill_connection(session)
+                    try:
+                        result.consume()
+                    except Exception:  # noqa: BLE001 - the connection is gone: it fails at once
+                        pass
+                raise
+            finally:
+                try:
+                    session.close()  # hands the connection back (a reset when it is not clean): still watched
                 finally:
-                    # before the session hands its connection back: the watchdog must not kill it in the pool
                     watch.finish()
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised when not the driver's
             if watch is not None and watch.expired:
+                if isinstance(exc, _Failure) and not exc.retry:
+                    raise  # the query's own verdict came first (then the watchdog cut the clean-up)
                 raise _Failure("timeout", f"the query ran past its {timeout:g} s time limit (no answer)") from None
-            raise self._failure(exc, target, timeout, started, watch is not None, streaming) from None
+            raise self._failure(exc, target, timeout, started, watch is not None, streaming, deadline) from None
         return QueryResult(columns=columns, rows=rows, truncated=truncated,
                            elapsed_ms=(time.perf_counter() - t0) * 1000.0)
 
     def _failure(self, exc: Exception, target, timeout: float, started: float, begun: bool,
-                 streaming: bool) -> Exception:
+                 streaming: bool, deadline: float) -> Exception:
         """What a failed attempt reports: a ``_Failure``, or ``exc`` itself when it is a bug of ours."""
         if isinstance(exc, _Failure):
             return exc
+        if isinstance(exc, BrokenRecordError):  # a value the driver could not hydrate: the query's doing
+            return _undecodable(exc.__cause__ or exc)
+        if isinstance(exc, RecursionError):  # the driver's decoder, on a value nested too deep
+            return _undecodable(exc)
         if isinstance(exc, (ServiceUnavailable, SessionExpired, OSError)):
-            if begun and self._server_answers(target):  # the server is fine: it dropped this query
+            if begun and self._server_answers(target, deadline):  # the server is fine: it dropped this query
                 if WATCHDOG.stopped_since(started - _KILL_WINDOW_S):
                     # or the watchdog just killed this connection: handed back to the pool by an attempt
                     # that ended at its deadline, and taken by this one; not the query's doing, try again
@@ -423,15 +483,20 @@ class SafeExecutor:
         return _Failure("unavailable", f"the connection to {target.describe()} broke: the driver could not "
                                        f"read the server's reply ({type(exc).__name__}: {exc})", retry=True)
 
-    def _server_answers(self, target) -> bool:
-        """Whether the server answers ``RETURN 1`` within ``SERVER_CHECK_S`` (a frozen one does not)."""
+    def _server_answers(self, target, deadline: float) -> bool:
+        """Whether the server answers ``RETURN 1`` within ``SERVER_CHECK_S``, and before ``deadline`` plus
+        ``PROBE_GRACE_S`` (a frozen one does not)."""
+        seconds = min(SERVER_CHECK_S, max(deadline - time.monotonic(), 0.0) + PROBE_GRACE_S)
         try:
-            with connections.driver(target).session(database=target.database) as s:
-                watch = WATCHDOG.watch(lambda: _kill_connection(s), SERVER_CHECK_S)
+            s = connections.driver(target).session(database=target.database)
+            watch = WATCHDOG.watch(lambda: _kill_connection(s), seconds)
+            try:
                 try:
                     s.run("RETURN 1").consume()
                 finally:
-                    watch.finish()
+                    s.close()
+            finally:
+                watch.finish()
             return not watch.expired
         except Exception:  # noqa: BLE001 - any failure means "does not answer"
             return False
@@ -445,6 +510,8 @@ class SafeExecutor:
         if not (timeout > 0 and math.isfinite(timeout)) or max_rows < 0:
             return QueryResult(error=QueryError("runtime", "timeout must be positive and max_rows >= 0"))
         t0 = time.perf_counter()
+        # one deadline for the whole call: every attempt, the backoff between them, the clean-up
+        deadline = time.monotonic() + timeout + CLIENT_GRACE_S
         try:
             text = self._check_input(query)
         except _Failure as f:
@@ -452,10 +519,13 @@ class SafeExecutor:
         failure: _Failure | None = None
         for attempt in range(self.limits.retries + 1):
             if attempt:
-                time.sleep(self.limits.backoff * 2 ** (attempt - 1))
+                pause = self.limits.backoff * 2 ** (attempt - 1)
+                if time.monotonic() + pause + _MIN_ATTEMPT_S > deadline:
+                    break  # no time left for another attempt: report the last failure
+                time.sleep(pause)
                 self._refresh_target()
             try:
-                return self._attempt(text, params or {}, timeout, max_rows)
+                return self._attempt(text, params or {}, timeout, max_rows, deadline)
             except _Failure as f:
                 failure = f
             except connections.ConfigError as exc:

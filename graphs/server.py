@@ -13,7 +13,9 @@ watchdog (``graphs/jvm/.../Watchdog.java``) ends any transaction still running `
 past its timeout, or holding the heap, by termination, then by closing its connection and stopping its
 thread (never while it sends a result or frees memory, where a stop can take the JVM down), and as a last
 resort by halting (code 75), after which the next ``serve`` (or ``connections.resolve``, which finds the
-port closed) restarts it; each action is a ``WATCHDOG`` line in ``server.log``.
+port closed) restarts it; each action is a ``WATCHDOG`` line in ``server.log``. The JVM does not exit on
+``OutOfMemoryError`` (one allocation too large for the heap fails in the query that asked for it), and
+Bolt's buffers, so result records, are capped at ``BOLT_MAX_BUFFER_BYTES`` (``CappedAllocator``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ WATCHDOG_GRACE_S = 5.0  # a transaction this long past its timeout is ended by t
 # A killed JVM counts as gone once its memory is released, but its listening sockets close after that, one
 # by one: a restart waits this long for the previous ports before it moves the worlds to other ones.
 PORT_RELEASE_WAIT_S = 15.0
+# The largest buffer Bolt may use, so the largest result record the server will build: writing past it fails
+# that query at once (graphs/jvm CappedAllocator) instead of serializing gigabytes no client would take
+# (the executor caps a whole result at 16 MiB by default).
+BOLT_MAX_BUFFER_BYTES = 128 << 20
 
 
 class ServerError(InfrastructureError):
@@ -250,7 +256,8 @@ def _serve_locked(worlds: list[str], *, timeout: float, progress) -> ServerState
     ready = home / "ready"
     ready.unlink(missing_ok=True)
     ports = _allocate_ports(worlds, previous.ports if previous is not None else None)
-    lines = [f"worlds={','.join(worlds)}", f"ready_file={ready}", f"watchdog.grace_ms={int(WATCHDOG_GRACE_S * 1000)}"]
+    lines = [f"worlds={','.join(worlds)}", f"ready_file={ready}", f"watchdog.grace_ms={int(WATCHDOG_GRACE_S * 1000)}",
+             f"bolt.max_buffer_bytes={BOLT_MAX_BUFFER_BYTES}"]
     for world, port in ports.items():
         world_home = home / world
         world_home.mkdir(exist_ok=True)
@@ -260,7 +267,7 @@ def _serve_locked(worlds: list[str], *, timeout: float, progress) -> ServerState
     props = home / "server.properties"
     props.write_text("\n".join(lines) + "\n")
     heap = os.environ.get("CYPHERTURN_NEO4J_HEAP", "3g")
-    cmd = ["java", f"-Xmx{heap}", "-XX:+ExitOnOutOfMemoryError", "-cp", os.pathsep.join(classpath),
+    cmd = ["java", f"-Xmx{heap}", "-cp", os.pathsep.join(classpath),
            MAIN_CLASS, str(props)]
     progress(f"starting the local Neo4j {NEO4J_VERSION} ({len(worlds)} worlds, log: {log_path()})...")
     t0 = time.monotonic()

@@ -1,7 +1,7 @@
 """Benchmark of the Neo4j layer (prints figures; not a test).
 
 Prints: the cold `serve` time (fresh stores; the launcher build is timed apart), the `load` time for
-every world, and the median latency of a one-hop query through the safe executor versus the same
+every world, the server's resident memory after loading and after the queries, and the median latency of a one-hop query through the safe executor versus the same
 query through the bare driver, with the executor's overhead as a ratio.
 Runs in a fresh cache directory of its own and stops the server it started; ``--reuse`` instead
 measures only the query latency against the server already running under ``$CYPHERTURN_HOME``
@@ -70,10 +70,21 @@ def main() -> None:
         print(f"serve again (reuses the running server):     {reuse_s:6.2f} s")
         print(f"load all worlds (generate + write + verify): {load_s:6.1f} s")
         print(f"load again (skipped, checksums match):       {reload_s:6.1f} s")
+        print(f"server memory (JVM RSS) after load:          {_rss_mib(state.pid):6d} MiB")
         _latency(args.repeats)
+        print(f"server memory (JVM RSS) after the queries:   {_rss_mib(state.pid):6d} MiB")
     finally:
         connections.close_all()
         server.stop(progress=quiet)
+
+
+def _rss_mib(pid: int) -> int:
+    """Resident memory of process ``pid`` in MiB (Linux /proc; -1 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) >> 10 for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration, ValueError):
+        return -1
 
 
 def _latency(repeats: int) -> None:

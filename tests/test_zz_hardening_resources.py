@@ -68,16 +68,17 @@ def test_a_planner_blow_up_is_refused_before_the_server():
     assert time.perf_counter() - t0 < 1.0
 
 
-def test_a_huge_result_cut_off_while_sending_leaves_the_same_server_up():
-    # ~900 MB of packstream: the worker is inside Bolt/Netty when the watchdog acts. A ThreadDeath there
-    # once landed in the JDK's buffer cleaner, which called System.exit from the worker, whose shutdown
-    # hook then waited for that worker: a JVM alive with every port closed (CI saw it). Now the watchdog
-    # only closes that connection, and the server answers throughout, with the same process.
+def test_a_huge_result_fails_fast_and_leaves_the_same_server_up():
+    # ~900 MB of packstream in one record. Neo4j serializes a record into one buffer before sending it,
+    # with no check for termination; the worker used to write for minutes while the watchdog could only
+    # close its connection (a ThreadDeath there once landed in the JDK's buffer cleaner, which called
+    # System.exit from the worker: a JVM alive with every port closed). Bolt's buffers now have a ceiling
+    # (graphs/jvm CappedAllocator, 128 MiB): the query fails as too_large at once, with the same process.
     before = server.serve(progress=lambda *_: None)
     log_start = server.log_path().stat().st_size
     r = SafeExecutor(WORLD, timeout=2.0, retries=0).run("RETURN range(1, 100000000) AS xs")
-    assert r.error is not None and r.error.kind in ("timeout", "too_large"), r.error
-    deadline = time.monotonic() + 2.0 + 2 * server.WATCHDOG_GRACE_S + 40
+    assert r.error is not None and r.error.kind == "too_large", r.error
+    deadline = time.monotonic() + 2.0 + 2 * server.WATCHDOG_GRACE_S
     while True:
         state = server.running_state()
         assert state is not None and state.pid == before.pid, "the server went down"
@@ -88,6 +89,5 @@ def test_a_huge_result_cut_off_while_sending_leaves_the_same_server_up():
         time.sleep(1.0)
     assert left == [], left
     log = server.log_path().read_bytes()[log_start:].decode(errors="replace")
-    assert "closed the connection of" in log and "range(1, 100000000)" in log, log[-2000:]
     assert "Cleaner terminated abnormally" not in log and "exiting" not in log
     assert SafeExecutor(WORLD).run("RETURN 1 AS one").rows == [[1]]

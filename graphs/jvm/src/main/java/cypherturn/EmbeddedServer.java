@@ -27,6 +27,8 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  *   world.NAME.home=/dir             the DBMS home directory of world NAME; its settings (Bolt port on
  *                                    127.0.0.1, memory caps, timeouts) are read from /dir/neo4j.conf
  *   ready_file=/path                 written once every DBMS answers, holding the pid
+ *   bolt.max_buffer_bytes            the largest buffer Bolt may use, i.e. the largest result record
+ *                                    (see CappedAllocator; 0: Netty's default, 2 GiB)
  *   watchdog.grace_ms, watchdog.interval_ms, watchdog.heap_fraction
  *                                    the transaction watchdog's settings (see Watchdog)
  *
@@ -41,6 +43,11 @@ public final class EmbeddedServer {
         Properties props = new Properties();
         try (Reader reader = Files.newBufferedReader(Path.of(args[0]), StandardCharsets.UTF_8)) {
             props.load(reader);
+        }
+        long ceiling = Long.parseLong(props.getProperty("bolt.max_buffer_bytes", "0"));
+        if (ceiling > 0) {
+            boolean capped = CappedAllocator.install((int) Math.min(ceiling, Integer.MAX_VALUE));
+            System.out.println("bolt buffers capped at " + ceiling + " bytes: " + capped);
         }
         String[] worlds = props.getProperty("worlds", "").split(",");
         Map<String, DatabaseManagementService> services = new LinkedHashMap<>();

@@ -89,8 +89,8 @@ final class Watchdog implements Runnable {
                 tick();
             } catch (InterruptedException e) {
                 return;
-            } catch (RuntimeException e) {
-                // a database shutting down or starting: try again next tick
+            } catch (RuntimeException | OutOfMemoryError e) {
+                // a database shutting down or starting, or a heap that a query filled: try again next tick
             }
         }
     }
