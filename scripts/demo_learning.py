@@ -297,9 +297,9 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
     for stage in ("sft", "grpo"):
         f = train[stage]
         if f and f["runtime_s"]:
-            per = f["runtime_s"] / f["examples"] if stage == "sft" and f["examples"] else None
-            lines.append(f"- {stage}: {f['examples']} examples, {f['steps']} optimizer steps, {f['runtime_s'] / 60:.1f} min"
-                         + (f" ({per:.2f} s per example)" if per else "")
+            # train_runtime is that of the process that finished the stage: a resumed run counts only its part
+            lines.append(f"- {stage}: {f['examples']} examples, {f['steps']} optimizer steps, {f['runtime_s'] / 60:.1f} min "
+                         "of training in the process that finished it"
                          + (f", loss {f['first_loss']:.3f} -> {f['last_loss']:.3f}" if f["first_loss"] is not None else "")
                          + (f", reward (first 3 steps) {', '.join(f'{x:.2f}' for x in f['first_rewards'])} -> (last 3) "
                             f"{', '.join(f'{x:.2f}' for x in f['last_rewards'])}" if f["first_rewards"] else ""))
