@@ -28,11 +28,14 @@ from neo4j._codec.hydration import BrokenHydrationObject  # no public name; a te
 from neo4j.graph import Node, Path, Relationship
 from neo4j.spatial import Point
 
+from graphs.errors import CypherTurnError
+
 MAX_DEPTH = 200  # lists/maps nested deeper than this are refused (the query text may nest brackets 200 deep)
 
 
-class UndecodableValue(ValueError):
-    """A result value that the driver could not decode or that nests deeper than ``MAX_DEPTH``."""
+class UndecodableValue(CypherTurnError, ValueError):
+    """A result value that the driver could not decode or that nests deeper than ``MAX_DEPTH`` (the query's
+    fault: the executor reports it as a ``runtime`` error)."""
 
 
 def undecodable(error: BaseException) -> UndecodableValue:
