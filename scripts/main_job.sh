@@ -34,7 +34,7 @@ if [ -z "${MODEL:-}" ]; then
   [ -f "$MODEL/adapter_config.json" ] || MODEL=smollm2-135m   # a checkout without the shipped adapter
 fi
 OUT=runs/main-job-$(basename "$MODEL")
-"$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 192 \
+"$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 160 \
   --concurrency 1 --dtype "${DTYPE:-auto}" --out "$OUT"
 phase evaluation
 cat "$OUT/report.md"
