@@ -265,13 +265,15 @@ def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
 
     from training.trainers import load_for_training
 
-    args = ModelConfig(model_name_or_path="tiny-llama", use_peft=True, lora_r=4, lora_target_modules="all-linear")
-    model, _, peft_config, _ = load_for_training(args, lora_layers=1)
-    top = model.config.num_hidden_layers - 1
+    # SmolLM2-135M (30 layers), the CPU recipe's model
+    args = ModelConfig(model_name_or_path="smollm2-135m", use_peft=True, lora_r=4, lora_target_modules="all-linear")
+    model, _, peft_config, _ = load_for_training(args, lora_layers=2)
+    total = model.config.num_hidden_layers
     trainable = [n for n, p in get_peft_model(model, peft_config).named_parameters() if p.requires_grad]
-    assert trainable and all(f"layers.{top}." in n and "lora_" in n for n in trainable)
-    for bad in (0, top + 2):
+    assert {n.split(".layers.")[1].split(".")[0] for n in trainable} == {str(total - 2), str(total - 1)}
+    assert all("lora_" in n for n in trainable) and len(trainable) == 2 * 7 * 2  # 2 layers x 7 modules x A, B
+    for bad in (0, total + 1):
         with pytest.raises(ValueError, match="lora_layers"):
             load_for_training(args, lora_layers=bad)
     with pytest.raises(ValueError, match="use_peft"):
-        load_for_training(ModelConfig(model_name_or_path="tiny-llama"), lora_layers=1)
+        load_for_training(ModelConfig(model_name_or_path="smollm2-135m"), lora_layers=1)
