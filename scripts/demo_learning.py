@@ -144,6 +144,8 @@ def stage_grpo(args, out: Path, train: Path, sft: Path) -> Path:
 
 def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path]) -> None:
     for split, dataset in datasets.items():
+        if split not in args.splits:
+            continue
         for name, model in models.items():
             run = out / "eval" / f"{name}-{split}"
             if (run / "metrics.json").is_file():
@@ -402,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="per action; the gold queries of the training split are about 86 tokens at the median")
     p.add_argument("--stages", default="data,train,eval,report",
                    help="comma-separated: data, sft, grpo (train: both), eval, report; data always runs")
+    p.add_argument("--splits", default=",".join(SPLITS),
+                   help="comma-separated splits to score: heldout (training worlds), benchmark (unseen worlds)")
     p.add_argument("--toy", action="store_true",
                    help="the same pipeline at toy size (a 2-layer random model, a few examples, 1 session per split)")
     p.add_argument("--ship", help="copy the final adapter (GRPO, else SFT) with a model card to this directory")
@@ -414,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.toy:
         args.limit = args.limit_benchmark = 1
         args.max_new_tokens = min(args.max_new_tokens, 8)
+    args.splits = set(args.splits.split(","))
+    if not args.splits or args.splits - set(SPLITS):
+        p.error(f"--splits takes a comma-separated subset of {', '.join(SPLITS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stages = set(args.stages.split(","))
