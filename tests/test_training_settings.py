@@ -1,0 +1,65 @@
+"""What a training recipe's settings mean and what SFT shows the model, checked without training and without
+Neo4j: reward weights given in two places, the tool-calling rounds a GRPO rollout gets, the text SFT teaches
+for a tool call against what GRPO rollouts and the evaluator read, and the package's own description."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from graphs.errors import InputError
+
+
+# -- reward weights: the specs' and GRPOConfig.reward_weights ----------------------------------------------
+def test_recipe_reward_weights_are_used_when_the_specs_state_none():
+    from training.trainers import resolve_rewards
+
+    _, weights = resolve_rewards(["env", "format"], multi_turn=True, recipe_weights=[2.0, 0.5])
+    assert weights == [2.0, 0.5]
+
+
+def test_spec_weights_are_used_when_the_recipe_sets_none():
+    from training.trainers import resolve_rewards
+
+    _, weights = resolve_rewards(["env:2", "format", {"name": "answer", "weight": 0.3}], multi_turn=True,
+                                 recipe_weights=None)
+    assert weights == [2.0, 1.0, 0.3]
+
+
+def test_both_may_be_set_where_they_agree():
+    from training.trainers import resolve_rewards
+
+    _, weights = resolve_rewards(["env:2", "format"], multi_turn=True, recipe_weights=[2, 0.5])
+    assert weights == [2.0, 0.5]  # format states no weight: the recipe's 0.5 is the only one given
+
+
+@pytest.mark.parametrize("specs,recipe", [(["env:1", "format:0.2"], [1.0, 0.5]),
+                                          ([{"name": "format", "weight": 2}], [1.0])])
+def test_weights_that_differ_are_an_error_naming_both_settings(specs, recipe):
+    from training.config import RecipeError
+    from training.trainers import resolve_rewards
+
+    with pytest.raises(RecipeError, match=r"reward_weights.*rewards|rewards.*reward_weights") as info:
+        resolve_rewards(specs, multi_turn=True, recipe_weights=recipe)
+    assert isinstance(info.value, InputError)
+
+
+def test_a_weight_count_that_does_not_match_the_rewards_is_an_error():
+    from training.config import RecipeError
+    from training.trainers import resolve_rewards
+
+    with pytest.raises(RecipeError, match="reward_weights"):
+        resolve_rewards(["env", "format"], multi_turn=True, recipe_weights=[1.0])
+
+
+@pytest.mark.parametrize("mode,recipe", [("multi_turn", [3.0]), ("single_turn", [1.0, 2.0, 3.0, 4.0, 5.0])])
+def test_the_default_reward_specs_leave_the_weights_to_the_recipe(mode, recipe):
+    from training.config import CypherTurnGRPOArguments
+    from training.trainers import resolve_rewards
+
+    specs = CypherTurnGRPOArguments(mode=mode).reward_specs()
+    _, weights = resolve_rewards(specs, multi_turn=mode == "multi_turn", recipe_weights=recipe)
+    assert weights == recipe
+    _, weights = resolve_rewards(specs, multi_turn=mode == "multi_turn", recipe_weights=None)
+    assert weights == [1.0] * len(recipe)
