@@ -63,3 +63,28 @@ def test_the_default_reward_specs_leave_the_weights_to_the_recipe(mode, recipe):
     assert weights == recipe
     _, weights = resolve_rewards(specs, multi_turn=mode == "multi_turn", recipe_weights=None)
     assert weights == [1.0] * len(recipe)
+
+
+# -- tool-calling rounds of a multi-turn GRPO rollout ------------------------------------------------------
+def _rows(turns_by_session: dict[str, int], protocol: str, first_turn: int = 0):
+    sessions = [SimpleNamespace(id=sid, turns=[None] * n) for sid, n in turns_by_session.items()]
+    rows = [{"session": sid, "turn": k, "protocol": protocol}
+            for sid, n in turns_by_session.items() for k in range(first_turn, n)]
+    return rows, sessions
+
+
+def test_guided_rollouts_get_the_guided_cap():
+    from envs.prompts import GUIDED_CAP
+    from training.trainers import max_tool_calling_iterations
+
+    rows, sessions = _rows({"a": 4, "b": 6}, "guided")
+    assert max_tool_calling_iterations(rows, sessions, budget_multiplier=3) == GUIDED_CAP
+
+
+@pytest.mark.parametrize("m,first_turn,expected", [(3, 0, 18), (10, 0, 60), (3, 2, 12)])
+def test_agentic_rollouts_get_the_budget_share_of_their_turn(m, first_turn, expected):
+    from training.trainers import max_tool_calling_iterations
+
+    # a rollout at turn k of a T-turn session starts with (T - k) x m actions, all spendable on that turn
+    rows, sessions = _rows({"a": 4, "b": 6}, "agentic", first_turn)
+    assert max_tool_calling_iterations(rows, sessions, budget_multiplier=m) == expected

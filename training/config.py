@@ -63,7 +63,9 @@ class CypherTurnGRPOArguments(CypherTurnDataArguments):
         "help": "multi_turn: rollouts act in the environment through its tools (environment_factory), reward = "
                 "the turn's EX plus any other rewards; single_turn: the GRPO paper's format on the guided turn "
                 "prompt, scored by the rewards listed"})
-    protocol: str = field(default="guided", metadata={"help": "multi_turn: guided or agentic"})
+    protocol: str = field(default="guided", metadata={
+        "help": "multi_turn: guided or agentic. max_tool_calling_iterations defaults to the actions the protocol "
+                "allows a rollout: 3 (guided), the budget share (T - k) x m of its turn (agentic)"})
     rewards: list[str] | None = field(default=None, metadata={
         "aliases": ["--reward"],
         "help": "reward specs NAME[:WEIGHT] (a built-in, pkg.module:function, or an entry point of "

@@ -296,6 +296,18 @@ def resolve_rewards(specs: list, *, multi_turn: bool,
     return funcs, recipe_weights
 
 
+def max_tool_calling_iterations(rows: list[dict], sessions: list, budget_multiplier: int) -> int:
+    """The default of ``GRPOConfig.max_tool_calling_iterations``: the most actions the environment lets one
+    rollout take, so that none is cut before the environment ends its turn. Each tool call is one action.
+    Guided: ``GUIDED_CAP`` a turn. Agentic: no cap a turn, only the session's budget; a rollout at turn k
+    starts with the even share (T - k) x m of it (``envs.trl_adapter``) and may spend all of it there."""
+    from envs.prompts import GUIDED_CAP
+
+    turns = {s.id: len(s.turns) for s in sessions}
+    return max(GUIDED_CAP if row["protocol"] == "guided" else (turns[row["session"]] - row["turn"]) * budget_multiplier
+               for row in rows)
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -327,9 +339,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
         factory = make_env_factory(sessions=train, protocol=args.protocol, expose_reward=False,
                                    timeout=args.env_timeout, budget_multiplier=args.budget_multiplier)
         if training_args.max_tool_calling_iterations is None:
-            from envs.prompts import GUIDED_CAP
-
-            training_args.max_tool_calling_iterations = GUIDED_CAP
+            training_args.max_tool_calling_iterations = max_tool_calling_iterations(rows, train,
+                                                                                    args.budget_multiplier)
     model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
                                                       args.lora_layers)
     info = _info("grpo", base, "tools" if multi else "text", args, held, mode=args.mode, protocol=args.protocol,
