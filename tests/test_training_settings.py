@@ -88,3 +88,43 @@ def test_agentic_rollouts_get_the_budget_share_of_their_turn(m, first_turn, expe
     # a rollout at turn k of a T-turn session starts with (T - k) x m actions, all spendable on that turn
     rows, sessions = _rows({"a": 4, "b": 6}, "agentic", first_turn)
     assert max_tool_calling_iterations(rows, sessions, budget_multiplier=m) == expected
+
+
+# -- the text of a tool call: SFT data, GRPO rollouts, evaluation ------------------------------------------
+CALLS = [("execute_cypher", {"query": "MATCH (a:Person)<-[:ACTED_IN]-(m:Movie) WHERE m.year < 2000 "
+                                      "RETURN a.name AS name"}),
+         ("search_values", {"label": "Person", "property": "name", "query": "Brühl & <Söhne>"}),
+         ("inspect_schema", {}),
+         ("ask_user", {"question": "Which year do you mean?"}),
+         ("submit_answer", {"query": 'MATCH (n {title: "a\\"b"}) RETURN count(n) AS count'})]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from envs.models import load_tokenizer
+
+    return load_tokenizer("tiny-llama")  # the project's tool chat template (Qwen2.5's), as the tests train with
+
+
+@pytest.mark.parametrize("name,arguments", CALLS, ids=[c[0] for c in CALLS])
+def test_the_sft_text_of_a_tool_call_is_what_rollouts_and_the_evaluator_read_as_that_call(tokenizer, name,
+                                                                                          arguments):
+    from trl.chat_template_utils import add_response_schema, parse_response
+
+    from envs.actions import action_from_tool_call, parse_action
+    from training.data import chat_template_tool_call
+
+    text = chat_template_tool_call(name, arguments)
+    call = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    user = {"role": "user", "content": "Question"}
+    render = lambda m: tokenizer.apply_chat_template([user, m], tokenize=False)  # noqa: E731
+    # SFT: the flat text is the chat template's own rendering of the structured call
+    assert render({"role": "assistant", "content": text}) == render(
+        {"role": "assistant", "content": "", "tool_calls": [call]})
+    # GRPO rollouts: TRL parses what the model learned to write back into the same call
+    add_response_schema(tokenizer)
+    prompt = tokenizer.apply_chat_template([user], add_generation_prompt=True, return_dict=True)["input_ids"]
+    ids = tokenizer(text + "<|im_end|>", add_special_tokens=False)["input_ids"]
+    assert parse_response(tokenizer, ids, prefix=prompt)["tool_calls"] == [call]
+    # evaluation: the environment's grammar reads it as the action the TRL adapter plays for that call
+    assert parse_action(text) == action_from_tool_call(name, arguments)
