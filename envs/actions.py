@@ -221,7 +221,8 @@ def parse_action(text: Any) -> Action | ParseError:
 def tool_call_text(name: str, arguments: Any) -> str:
     """A tool call as the grammar's first form reads it: ``<tool_call>{"name": …, "arguments": …}</tool_call>``.
     ``<`` is escaped inside the JSON so that an argument containing ``</tool_call>`` or ``<think>``
-    cannot break the parse."""
+    cannot break the parse. The environment's canonical text of a call, never shown to a model: SFT
+    teaches the chat template's rendering (``training.data.chat_template_tool_call``), read as the same action."""
     payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False).replace("<", "\\u003c")
     return f"<tool_call>{payload}</tool_call>"
 

@@ -157,15 +157,28 @@ def resolve(spec: str | Callable, *, options: dict | None = None) -> Callable:
     raise RewardSpecError(f"unknown reward {spec!r}. {_known()}")
 
 
-def _split_weight(text: str) -> tuple[str, float]:
+def _split_weight(text: str) -> tuple[str, float | None]:
+    """(name, the weight the spec states or None)."""
     head, sep, tail = text.rpartition(":")
     if sep:
         try:
             weight = float(tail)
         except ValueError:
-            return text, 1.0
+            return text, None
         return head, weight
-    return text, 1.0
+    return text, None
+
+
+def stated_weight(spec: Any) -> float | None:
+    """The weight a spec states (``NAME:WEIGHT``, a mapping's ``weight``), or None when it states none
+    (``parse_reward_specs`` then weighs it 1). For specs that ``parse_reward_specs`` accepts."""
+    if isinstance(spec, dict):
+        weight = spec.get("weight")
+    elif isinstance(spec, str):
+        weight = _split_weight(spec.strip())[1]
+    else:
+        return None
+    return None if weight is None else float(weight)
 
 
 def parse_reward_specs(specs: Iterable[Any]) -> list[tuple[str, Callable, float]]:
@@ -185,6 +198,7 @@ def parse_reward_specs(specs: Iterable[Any]) -> list[tuple[str, Callable, float]
                 raise RewardSpecError(f"reward spec {item!r}: options must be a mapping")
         elif isinstance(item, str):
             name, weight = _split_weight(item.strip())
+            weight = 1.0 if weight is None else weight
         else:
             raise RewardSpecError(f"reward spec {item!r}: expected 'NAME[:WEIGHT]' or a mapping. {_known()}")
         try:

@@ -234,13 +234,6 @@ def test_holdout_keeps_every_world_on_both_sides(sessions):
         split_sessions(sessions, 1.0)
 
 
-@pytest.mark.parametrize("script", ["training/sft.py", "training/grpo.py"])
-def test_help_of_the_training_scripts_exits_0(script, tmp_path):
-    # a help string holding a bare '%' made argparse's formatting raise (ValueError: unsupported format character)
-    proc = _run([sys.executable, script, "--help"], tmp_path, timeout=300)
-    assert "--holdout_fraction" in proc.stdout and "90%" in proc.stdout and "--lora_layers" in proc.stdout
-
-
 def test_guided_action_examples_answer_the_turn_prompt_with_the_gold_submission(sessions):
     from envs.actions import SUBMIT, parse_action
     from rewards.completions import extract_query

@@ -128,6 +128,23 @@ def test_agentic_rows_replay_the_earlier_turns_and_leave_the_even_budget_share(t
     assert env.get_reward() == 1.0
 
 
+@pytest.mark.parametrize("protocol,turn", [("guided", 0), ("agentic", 0), ("agentic", 1)])
+def test_default_tool_calling_rounds_are_the_actions_the_environment_answers(train, protocol, turn):
+    # GRPOConfig.max_tool_calling_iterations defaulted to the guided cap of 3 for agentic rollouts too,
+    # cutting them short of their budget share
+    from training.trainers import max_tool_calling_iterations
+
+    _, sessions = train
+    i = next(i for i, s in enumerate(sessions) if len(s.turns) > 1)
+    row = _row(sessions, i, turn, protocol=protocol)
+    env = CypherTurnToolEnv(sessions=sessions, protocol=protocol, budget_multiplier=2)
+    env.reset(**row)
+    answered = 0
+    while env.inspect_schema() != TURN_OVER and answered < 100:  # each call one action, until the turn is over
+        answered += 1
+    assert answered == max_tool_calling_iterations([row], sessions, budget_multiplier=2)
+
+
 # -- tools and reward -------------------------------------------------------------------------------
 def test_tools_act_on_the_real_graph_and_submitting_the_gold_scores_one(train):
     path, _ = train

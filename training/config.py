@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SINGLE_TURN_REWARDS = ["format:1", "answer:1", "key_value:1", "triple:1", "execution:1"]
+from graphs.errors import InputError
+
+# no weights stated: each weighs 1 unless the recipe's reward_weights say otherwise
+SINGLE_TURN_REWARDS = ["format", "answer", "key_value", "triple", "execution"]
+
+
+class RecipeError(InputError):
+    """Settings of a training recipe that contradict each other; the message names them."""
 
 
 @dataclass
@@ -56,14 +63,17 @@ class CypherTurnGRPOArguments(CypherTurnDataArguments):
         "help": "multi_turn: rollouts act in the environment through its tools (environment_factory), reward = "
                 "the turn's EX plus any other rewards; single_turn: the GRPO paper's format on the guided turn "
                 "prompt, scored by the rewards listed"})
-    protocol: str = field(default="guided", metadata={"help": "multi_turn: guided or agentic"})
+    protocol: str = field(default="guided", metadata={
+        "help": "multi_turn: guided or agentic. max_tool_calling_iterations defaults to the actions the protocol "
+                "allows a rollout: 3 (guided), the budget share (T - k) x m of its turn (agentic)"})
     rewards: list[str] | None = field(default=None, metadata={
         "aliases": ["--reward"],
         "help": "reward specs NAME[:WEIGHT] (a built-in, pkg.module:function, or an entry point of "
-                "cypherturn.rewards; `env` is the environment's turn EX). Default: env:1 (multi_turn), "
-                "format, answer, key_value, triple, execution at weight 1 (single_turn)"})
+                "cypherturn.rewards; `env` is the environment's turn EX). Default: env (multi_turn); format, "
+                "answer, key_value, triple, execution (single_turn). A weight stated here and GRPOConfig's "
+                "reward_weights must agree; a reward without either weighs 1"})
 
     def reward_specs(self) -> list:
         if self.rewards:
             return list(self.rewards)
-        return ["env:1"] if self.mode == "multi_turn" else list(SINGLE_TURN_REWARDS)
+        return ["env"] if self.mode == "multi_turn" else list(SINGLE_TURN_REWARDS)

@@ -80,9 +80,12 @@ def oracle_tool_conversations(sessions: list[Session], protocol: str = "guided",
 
 
 # -- flat messages (what a datasets.Dataset can hold) and the paper's single-turn format ----------------
-def tool_call_text(name: str, arguments: dict[str, Any]) -> str:
+def chat_template_tool_call(name: str, arguments: dict[str, Any]) -> str:
     """An assistant tool call as the Qwen2.5/Hermes chat template renders it (``tool_calls`` become this
-    text, so a conversation stored in Arrow needs no per-tool argument structs)."""
+    text, so a conversation stored in Arrow needs no per-tool argument structs): what the model learns to
+    write, which TRL parses back into the call in GRPO rollouts and ``envs.actions.parse_action`` reads as
+    that call's action in evaluation. Not ``envs.actions.tool_call_text``, the environment's canonical
+    one-line form with ``<`` escaped, which no model is shown."""
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
 
 
@@ -95,7 +98,7 @@ def flat_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
         calls = m.get("tool_calls") or []
         if calls:
             parts = [content] if content else []
-            parts += [tool_call_text(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+            parts += [chat_template_tool_call(c["function"]["name"], c["function"]["arguments"]) for c in calls]
             content = "\n".join(parts)
         out.append({"role": m["role"], "content": content})
     return out

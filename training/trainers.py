@@ -30,7 +30,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from training.config import CypherTurnDataArguments, CypherTurnGRPOArguments, CypherTurnSFTArguments
+from training.config import (CypherTurnDataArguments, CypherTurnGRPOArguments, CypherTurnSFTArguments,
+                             RecipeError)
 
 log = logging.getLogger(__name__)
 MARKER = "cypherturn.json"
@@ -253,12 +254,18 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
 
 
 # -- GRPO -------------------------------------------------------------------------------------------------
-def resolve_rewards(specs: list, *, multi_turn: bool) -> tuple[list, list[float]]:
+def resolve_rewards(specs: list, *, multi_turn: bool,
+                    recipe_weights: list[float] | None = None) -> tuple[list, list[float]]:
     """Reward functions and weights from specs (``rewards.weighted``); ``env[:W]`` is the environment's
     turn EX (``envs.trl_adapter.env_reward``), available in multi-turn mode only. Bad specs raise
-    ``rewards.RewardSpecError`` before anything is generated."""
+    ``rewards.RewardSpecError`` before anything is generated.
+
+    ``recipe_weights`` (``GRPOConfig.reward_weights``), when set, are the weights; a spec may state a weight
+    too only where it is the same, else ``RecipeError`` names both settings. A spec that states no weight
+    weighs 1 when the recipe sets none."""
     import rewards
     from envs.trl_adapter import env_reward
+    from rewards.registry import stated_weight
 
     funcs: list = []
     weights: list[float] = []
@@ -275,7 +282,30 @@ def resolve_rewards(specs: list, *, multi_turn: bool) -> tuple[list, list[float]
         weights += w
     if not funcs:
         raise rewards.RewardSpecError("no reward functions: give at least one spec")
-    return funcs, weights
+    if recipe_weights is None:
+        return funcs, weights
+    recipe_weights = [float(w) for w in recipe_weights]
+    if len(recipe_weights) != len(funcs):
+        raise RecipeError(f"reward_weights {recipe_weights} has {len(recipe_weights)} weights, but rewards "
+                          f"{list(specs)} names {len(funcs)} reward functions: give one weight per reward")
+    for i, (spec, weight) in enumerate(zip(specs, recipe_weights)):
+        stated = stated_weight(spec)
+        if stated is not None and stated != weight:
+            raise RecipeError(f"rewards[{i}] {spec!r} states weight {stated:g} but reward_weights[{i}] is {weight:g}: "
+                              "set each weight in one place (rewards: NAME:WEIGHT, or reward_weights)")
+    return funcs, recipe_weights
+
+
+def max_tool_calling_iterations(rows: list[dict], sessions: list, budget_multiplier: int) -> int:
+    """The default of ``GRPOConfig.max_tool_calling_iterations``: the most actions the environment lets one
+    rollout take, so that none is cut before the environment ends its turn. Each tool call is one action.
+    Guided: ``GUIDED_CAP`` a turn. Agentic: no cap a turn, only the session's budget; a rollout at turn k
+    starts with the even share (T - k) x m of it (``envs.trl_adapter``) and may spend all of it there."""
+    from envs.prompts import GUIDED_CAP
+
+    turns = {s.id: len(s.turns) for s in sessions}
+    return max(GUIDED_CAP if row["protocol"] == "guided" else (turns[row["session"]] - row["turn"]) * budget_multiplier
+               for row in rows)
 
 
 def _is_number(text: str) -> bool:
@@ -296,8 +326,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
     if args.mode not in ("multi_turn", "single_turn"):
         raise ValueError(f"mode must be multi_turn or single_turn, got {args.mode!r}")
     multi = args.mode == "multi_turn"
-    funcs, weights = resolve_rewards(args.reward_specs(), multi_turn=multi)  # fail before any work
-    training_args.reward_weights = weights
+    funcs, training_args.reward_weights = resolve_rewards(  # fail before any work
+        args.reward_specs(), multi_turn=multi, recipe_weights=training_args.reward_weights)
     train, held = split_sessions(load_sessions(args), args.holdout_fraction)
     rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout),
                  args, training_args.seed)
@@ -309,9 +339,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
         factory = make_env_factory(sessions=train, protocol=args.protocol, expose_reward=False,
                                    timeout=args.env_timeout, budget_multiplier=args.budget_multiplier)
         if training_args.max_tool_calling_iterations is None:
-            from envs.prompts import GUIDED_CAP
-
-            training_args.max_tool_calling_iterations = GUIDED_CAP
+            training_args.max_tool_calling_iterations = max_tool_calling_iterations(rows, train,
+                                                                                    args.budget_multiplier)
     model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
                                                       args.lora_layers)
     info = _info("grpo", base, "tools" if multi else "text", args, held, mode=args.mode, protocol=args.protocol,
