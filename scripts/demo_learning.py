@@ -372,7 +372,7 @@ included:
 {results}
 ## Limits
 
-A 135M-parameter model trained for about an hour on two CPU cores: it has learned the action format, each
+A 135M-parameter model trained for one to two hours on two CPU cores: it has learned the action format, each
 training world's schema and the shapes of the generator's queries. It is a demonstration that the
 environment and trainer teach, not a useful Text-to-Cypher model: on the benchmark worlds (schemas it never
 saw) it mostly writes well-formed queries with wrong labels, relationships or directions, and follow-up
