@@ -55,6 +55,10 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
                 "when a *_tools format is used"})
     verify: bool = field(default=True, metadata={
         "help": "guided tool conversations run EXECUTE_CYPHER on the gold before SUBMIT_ANSWER"})
+    rename_schema: float = field(default=0.0, metadata={
+        "help": "share of the guided_action examples shown with their world's labels and relationship types "
+                "renamed (schema, users' nouns and answer alike; training/renaming.py), so that names must be "
+                "read from the schema given: a small model otherwise learns the training worlds' names by heart"})
 
 
 @dataclass

@@ -232,6 +232,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         raise ValueError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
     if args.chat_format not in ("auto", "tools", "text"):
         raise ValueError(f"chat_format must be auto, tools or text, got {args.chat_format!r}")
+    if not 0 <= args.rename_schema <= 1:
+        raise RecipeError(f"rename_schema must be a share in [0, 1], got {args.rename_schema}")
     chat_format = args.chat_format
     if chat_format == "auto":
         chat_format = "tools" if any(f.endswith("_tools") for f in args.formats) else "text"
@@ -243,6 +245,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     examples = _take(examples, args, training_args.seed)
     if not examples:
         raise ValueError("no SFT examples: the training sessions are empty")
+    if args.rename_schema:
+        examples = _renamed(examples, train, args.rename_schema, training_args.seed)
     dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
     model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
                                                       args.lora_layers)
@@ -251,6 +255,21 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
                          peft_config=peft_config,
                          callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
     return _train_and_save(trainer, training_args, info)
+
+
+def _renamed(examples: list[dict], sessions: list, share: float, seed: int) -> list[dict]:
+    """``examples`` with a ``share`` of the guided_action ones renamed (``training.renaming``), chosen and
+    renamed with ``seed``."""
+    from training.renaming import renamed_conversation
+
+    world = {s.id: s.world for s in sessions}
+    rng = random.Random(seed)
+    out = []
+    for e in examples:
+        if e["format"] == "guided_action" and rng.random() < share:
+            e = {**e, "messages": renamed_conversation(e["messages"], world[e["session"]], rng)}
+        out.append(e)
+    return out
 
 
 # -- GRPO -------------------------------------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""training/renaming.py: a guided turn shown with its world's labels and relationship types renamed stays one
+consistent turn (schema, users' nouns and answer agree, values and results untouched), uses no world's names,
+and the SFT recipe's ``rename_schema`` renames the share it says."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+pytestmark = pytest.mark.neo4j
+
+
+@pytest.fixture(scope="module")
+def examples():
+    from benchmark.build import cached_dataset
+    from benchmark.session import read_sessions
+    from training.data import sft_examples
+
+    sessions = list(read_sessions(cached_dataset("train", seed=0, sessions=6, hf=False)))
+    world = {s.id: s.world for s in sessions}
+    return [(e, world[e["session"]]) for e in sft_examples(sessions, ["guided_action"], chat_tools=False)]
+
+
+def _schema_names(user: str) -> tuple[set[str], set[str]]:
+    schema = user.split("\n\nConversation so far:")[0]
+    return set(re.findall(r"^  \(:(\w+) ", schema, re.M)), set(re.findall(r"-\[:(\w+)", schema))
+
+
+def _colon_names(text: str) -> set[str]:
+    return set(re.findall(r"(?<=:)([A-Za-z_]\w*)", text))
+
+
+def test_a_renamed_turn_is_one_consistent_turn_in_new_names(examples):
+    from graphs.spec import all_specs, get_spec
+    from training.renaming import renamed_conversation, renaming
+
+    every_world_name = {n for s in all_specs() for n in [*s.labels, *s.relationship_types]}
+    for i, (e, world) in enumerate(examples):
+        spec = get_spec(world)
+        original = e["messages"]
+        renamed = renamed_conversation(original, world, random.Random(i))
+        labels, types = renaming(world, random.Random(i), answer=original[-1]["content"])  # the same draw
+        new_labels, new_types = _schema_names(renamed[1]["content"])
+        assert new_labels == {labels.get(x, x) for x in spec.labels}
+        assert new_types == set(types.values()) and not new_types & every_world_name
+        assert not set(labels.values()) & every_world_name
+        # the answer names only what the renamed schema declares, and renaming back gives the gold
+        answer = renamed[-1]["content"]
+        assert _colon_names(answer) & (every_world_name | new_labels | new_types) <= new_labels | new_types
+        back = {v: k for k, v in {**labels, **types}.items()}
+        assert re.sub(r"(?<=:)(\w+)\b", lambda m: back.get(m.group(1), m.group(1)), answer) == original[-1]["content"]
+        # the system prompt, the result rows and the string literals are untouched
+        assert renamed[0] == original[0]
+        rows = lambda text: [ln for ln in text.split("\n") if not ln.startswith(("User: ", "Current question ("))
+                             and not ln.startswith("  (")]
+        assert rows(renamed[1]["content"]) == rows(original[1]["content"])
+        assert re.findall(r"'[^']*'", answer) == re.findall(r"'[^']*'", original[-1]["content"])
+        # the users' lines no longer say a renamed label's noun in lower case
+        from benchmark.lexicon import Lexicon
+
+        lex = Lexicon.for_world(world)
+        users = [ln for ln in renamed[1]["content"].split("\n") if ln.startswith(("User: ", "Current question ("))]
+        for old in labels:
+            for form in (lex.noun(old, plural=False), lex.noun(old)):
+                assert not any(re.search(rf"\b{re.escape(form)}\b", ln) for ln in users), (form, users)
+
+
+def test_a_label_whose_noun_is_in_a_literal_of_the_answer_keeps_its_name():
+    from training.renaming import renaming
+
+    labels, _ = renaming("film_studio", random.Random(0),
+                         answer="SUBMIT_ANSWER MATCH (g:Genre {name: 'Studio Noir'}) RETURN g.name AS name")
+    assert "Studio" not in labels and "Genre" in labels and "Film" in labels
+
+
+def test_rename_schema_renames_its_share_and_rejects_a_share_outside_0_1(examples):
+    from training.config import CypherTurnSFTArguments, RecipeError
+    from training.trainers import _renamed, run_sft
+
+    sessions = type("S", (), {})
+    rows = [{**e, "messages": e["messages"]} for e, _ in examples]
+    fake = []
+    for e, world in examples:
+        s = sessions()
+        s.id, s.world = e["session"], world
+        fake.append(s)
+    assert _renamed(rows, fake, 0.0, 0) == rows
+    every = _renamed(rows, fake, 1.0, 0)
+    assert all(a["messages"][-1] != b["messages"][-1] for a, b in zip(every, rows))
+    half = _renamed(rows, fake, 0.5, 0)
+    share = sum(a["messages"][-1] != b["messages"][-1] for a, b in zip(half, rows)) / len(rows)
+    assert 0.3 < share < 0.7 and half == _renamed(rows, fake, 0.5, 0)  # seeded
+    with pytest.raises(RecipeError, match="rename_schema"):
+        run_sft(CypherTurnSFTArguments(formats=["guided_action"], rename_schema=1.5), None, None)
