@@ -184,12 +184,11 @@ def _valid_share(records: list[dict]) -> float | None:
 
 
 def _position(records: list[dict]) -> dict[str, dict]:
-    """EX by turn position: each position 1..5, then 6+ together."""
-    groups: dict[str, list[dict]] = {}
-    for r in records:
-        i = int(r["turn_index"]) + 1
-        groups.setdefault(str(i) if i <= 5 else "6+", []).append(r)
-    return {k: {"turns": len(v), "ex": sum(r["ex"] for r in v) / len(v)} for k, v in sorted(groups.items())}
+    """EX by turn position (``scoring.metrics.breakdown``): each position 1..5, then 6+ together."""
+    from scoring.metrics.breakdown import breakdown
+
+    groups = breakdown(records, by=lambda r: min(int(r["turn_index"]) + 1, 6))["groups"]
+    return {("6+" if k == 6 else str(k)): {"turns": g["n"], "ex": g["mean"]} for k, g in groups.items()}
 
 
 def summarize_run(run: Path) -> dict:
