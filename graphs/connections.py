@@ -113,6 +113,7 @@ def resolve(world: str, *, autostart: bool | None = None) -> Target:
     return Target(world=world, uri=state.uri(world), user=None, password=None, database=None, local=True)
 
 
+MAX_POOL_SIZE = 64  # connections per server and process; the executor bounds each wait for one by its call's deadline
 _drivers: dict[tuple, neo4j.Driver] = {}
 _lock = threading.Lock()
 
@@ -125,7 +126,7 @@ def driver(target: Target) -> neo4j.Driver:
         if drv is None:
             auth = (target.user, target.password or "") if target.password is not None else None
             drv = neo4j.GraphDatabase.driver(
-                target.uri, auth=auth, max_connection_pool_size=64, connection_timeout=5.0,
+                target.uri, auth=auth, max_connection_pool_size=MAX_POOL_SIZE, connection_timeout=5.0,
                 connection_acquisition_timeout=30.0, max_transaction_retry_time=0.0,
                 user_agent="cypherturn-gym", notifications_min_severity="OFF")
             _drivers[key] = drv

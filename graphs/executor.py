@@ -26,9 +26,10 @@ them (``graphs.deadlines``) kills the connection of an attempt still waiting ``C
 server-side timeout (a frozen server, a result stuck in sending), which ends it as a ``timeout``. The
 deadline is one per call: retries get what is left of it, and it covers discarding the rows past the cap
 and the reset on handing the connection back; a result given up mid-stream has its connection closed. A
-call returns within ``timeout + RETURN_GRACE_S``. Opening
-a new connection is bounded by the driver's own timeouts instead (5 s to connect, 30 s to get one from a
-full pool). Only infrastructure failures (connection refused or dropped, transient
+call returns within ``timeout + RETURN_GRACE_S``, waiting for a connection included: taking one from a
+full pool (every connection of the process to that server busy) or opening one counts against the same
+deadline, and a call whose deadline passes before it gets one is ``unavailable`` (the client's
+infrastructure; the query never ran). Only infrastructure failures (connection refused or dropped, transient
 server errors, a reply the driver cannot decode) are retried, with exponential backoff, on a new connection.
 """
 
@@ -43,8 +44,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import neo4j
-from neo4j.exceptions import (BrokenRecordError, ClientError, DatabaseError, DriverError, Neo4jError,
-                              ServiceUnavailable, SessionExpired, TransientError)
+from neo4j.exceptions import (BrokenRecordError, ClientError, ConnectionAcquisitionTimeoutError, DatabaseError,
+                              DriverError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError)
 
 from graphs import connections, server
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
@@ -53,6 +54,11 @@ from graphs.errors import CypherTurnError
 from graphs.lru import LRUCache
 from graphs.spec import get_spec
 from graphs.values import UndecodableValue, normalize, undecodable
+
+try:  # the driver's own deadline type: one absolute bound for every pool wait of a session (see _pool_deadline)
+    from neo4j._deadline import Deadline as _DriverDeadline
+except ImportError:  # pragma: no cover - a driver that moved it: each wait gets the time left at the start
+    _DriverDeadline = None
 
 ERROR_KINDS = ("syntax", "refused", "timeout", "memory", "too_large", "runtime", "unavailable")
 
@@ -109,6 +115,16 @@ def _undecodable(exc: BaseException) -> _Failure:
     else:
         message = str(undecodable(exc))
     return _Failure("runtime", message)
+
+
+def _pool_deadline(deadline: float):
+    """The session's ``connection_acquisition_timeout`` for a call ending at ``deadline``
+    (``time.monotonic()``). A session takes a connection from the pool for EXPLAIN and again for the
+    query (it hands the first back in between): a number would bound each wait from its own start, so
+    both together could last twice the time left; the driver's ``Deadline`` bounds them both by the
+    call's deadline (``tests/test_executor_pool.py`` checks the second wait)."""
+    left = max(deadline - time.monotonic(), 0.0)
+    return left if _DriverDeadline is None else _DriverDeadline(left)
 
 
 def _approx_size(value: Any) -> int:
@@ -386,8 +402,10 @@ class SafeExecutor:
         try:
             # An auto-commit transaction in READ access mode: the server refuses any write in it, so it needs
             # no rollback (one round trip less than BEGIN ... ROLLBACK).
+            # waiting for a free connection (a full pool) or opening one is part of the call's time
             session = drv.session(database=target.database, default_access_mode=neo4j.READ_ACCESS,
-                                  fetch_size=max_rows + 1)
+                                  fetch_size=max_rows + 1,
+                                  connection_acquisition_timeout=_pool_deadline(deadline))
             watch = WATCHDOG.watch(lambda: _kill_connection(session), deadline - started)
             result = None
             try:
@@ -439,6 +457,12 @@ class SafeExecutor:
                 finally:
                     watch.finish()
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised when not the driver's
+            if isinstance(exc, ConnectionAcquisitionTimeoutError):
+                # the query never reached the server: every connection of this process to it stayed busy
+                # until the call's deadline; the client's infrastructure, not the query's doing
+                raise _Failure("unavailable", f"no connection to {target.describe()} within the {timeout:g} s "
+                                              f"time limit: all {connections.MAX_POOL_SIZE} of this process's "
+                                              "connections to it were in use", retry=True) from None
             if watch is not None and watch.expired:
                 if isinstance(exc, _Failure) and not exc.retry:
                     raise  # the query's own verdict came first (then the watchdog cut the clean-up)
@@ -488,7 +512,7 @@ class SafeExecutor:
         ``PROBE_GRACE_S`` (a frozen one does not)."""
         seconds = min(SERVER_CHECK_S, max(deadline - time.monotonic(), 0.0) + PROBE_GRACE_S)
         try:
-            s = connections.driver(target).session(database=target.database)
+            s = connections.driver(target).session(database=target.database, connection_acquisition_timeout=seconds)
             watch = WATCHDOG.watch(lambda: _kill_connection(s), seconds)
             try:
                 try:
