@@ -1,4 +1,5 @@
-"""python -m benchmark build | score | report | review-export | review-import (see the README)."""
+"""python -m benchmark build | review-export | review-import (see the README; scoring and reports are
+``python -m scoring``)."""
 
 from __future__ import annotations
 
@@ -117,25 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--b", required=True, help="annotator B's sheet")
     i.add_argument("--out", required=True, help="directory for the reviewed dataset")
     i.add_argument("--no-hf", action="store_true")
-    r = sub.add_parser("report", help="leaderboard, per-slice tables, significance and figures over runs")
-    r.add_argument("runs", nargs="+", help="run directories written by python -m envs.evaluate")
-    r.add_argument("--out", default="reports/latest", help="output directory (default reports/latest)")
-    from scoring.score import add_score_command
-
-    add_score_command(sub, COMMANDS)  # registers "score" and maps it to cmd_score
     return p
 
 
-def cmd_report(args) -> int:
-    from scoring.report import write_report
-
-    path = write_report(args.runs, args.out)
-    print(f"wrote {path} and its figures")
-    return 0
-
-
-COMMANDS = {"build": cmd_build, "review-export": cmd_review_export, "review-import": cmd_review_import,
-            "report": cmd_report}
+COMMANDS = {"build": cmd_build, "review-export": cmd_review_export, "review-import": cmd_review_import}
 
 
 def main(argv: list[str] | None = None) -> int:

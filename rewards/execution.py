@@ -8,7 +8,7 @@ are and the gold query is not run.
 
 How a batch is scored: every reward is an ``ExecutionReward`` (a picklable callable class, named as
 TRL logs it) configured by one ``ExecutionRewardOptions``, and judged by ``scoring.Judge`` — the same
-judge as the environment's turn reward and ``python -m benchmark score``, so for equal limits the
+judge as the environment's turn reward and ``python -m scoring score``, so for equal limits the
 three give the same verdict (the judge's docstring has the rules).
 
 1. The query of each completion is the content of its ``<answer>`` tag (``extract="answer"``; or

@@ -1,7 +1,7 @@
 """The one judge of a (gold, prediction) pair: EX strict, EX relaxed and PSJS on the real Neo4j.
 
 Every place that decides whether a turn was answered calls this module: the environment's turn
-reward (``envs.env.CypherTurnEnv``), ``python -m benchmark score`` (``scoring.score.score_pair``),
+reward (``envs.env.CypherTurnEnv``), ``python -m scoring score`` (``scoring.score.score_pair``),
 the execution rewards (``rewards.execution``) and the run summary's PSJS (``scoring.summary``).
 So the reward that training optimises and the EX that the evaluator reports are the same number.
 
@@ -252,12 +252,14 @@ class Judge:
                     results[job] = self.executor(job[0]).run(job[1])
         return results
 
-    def _provenance(self, job: tuple[str, str]) -> Provenance | InfrastructureError:
-        def runner(world: str, query: str, timeout: float) -> QueryResult:
-            return self.executor(world, for_provenance=True).run(query, timeout=timeout, max_rows=PROVENANCE_MAX_ROWS)
+    def provenance_runner(self, world: str, query: str, timeout: float) -> QueryResult:
+        """Runs a provenance query (``scoring.metrics.psjs``'s ``runner``) on the judge's executor with room
+        for id lists."""
+        return self.executor(world, for_provenance=True).run(query, timeout=timeout, max_rows=PROVENANCE_MAX_ROWS)
 
+    def _provenance(self, job: tuple[str, str]) -> Provenance | InfrastructureError:
         try:
-            return provenance(job[0], job[1], timeout=self.limits.timeout, runner=runner)
+            return provenance(job[0], job[1], timeout=self.limits.timeout, runner=self.provenance_runner)
         except InfrastructureError as exc:
             return exc
 

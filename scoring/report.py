@@ -1,4 +1,4 @@
-"""python -m benchmark report runs/A runs/B ... [--out reports/NAME]
+"""python -m scoring report runs/A runs/B ... [--out reports/NAME]
 
 Compares evaluation runs (each a directory written by ``python -m envs.evaluate``): a leaderboard in
 the shape of the paper's Table 2 (EX, PSJS, SEM, Tok/S per protocol, with a dagger where a model is

@@ -27,8 +27,8 @@ cache keyed by (world, gold cypher) — the gold is run once however many predic
 against it. ``GOLD_CACHE`` is the process-wide one (``GOLD_CACHE.clear()``, ``.stats()``); pass
 ``cache=None`` to bypass it or your own ``GoldCache``.
 
-CLI: ``python -m benchmark score --world W --gold "..." --pred "..." [--json]`` (``add_score_command``
-registers it on the ``python -m benchmark`` parser).
+CLI: ``python -m scoring score --world W --gold "..." --pred "..." [--json]`` (``add_score_command``
+registers it on the ``python -m scoring`` parser).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def score_pair(world: str, gold: str, pred: str | None, *, timeout: float = 120.
 
 # -- CLI ----------------------------------------------------------------------------------------------
 def add_score_command(subparsers, commands: dict | None = None):
-    """Register ``score`` on a ``python -m benchmark`` subparsers object (and, when ``commands`` is
+    """Register ``score`` on a ``python -m scoring`` subparsers object (and, when ``commands`` is
     the CLI's command table, map "score" to ``cmd_score`` there)."""
     s = subparsers.add_parser("score", help="score a predicted Cypher query against a gold one on a world",
                               description="Run gold and prediction through the safe executor and print "
@@ -84,7 +84,7 @@ def add_score_command(subparsers, commands: dict | None = None):
 
 
 def cmd_score(args) -> int:
-    """``python -m benchmark score``: 0 scored, 2 bad input or failing gold, 3 infrastructure error."""
+    """``python -m scoring score``: 0 scored, 2 bad input or failing gold, 3 infrastructure error."""
     from graphs.spec import SpecError
 
     try:

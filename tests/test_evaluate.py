@@ -117,7 +117,7 @@ def test_report_command_writes_leaderboard_and_figures(dataset, tmp_path):
         assert _evaluate("--model", "oracle", "--protocol", protocol, "--dataset", str(dataset), "--limit", "4",
                          "--out", str(run), "--no-psjs").returncode == 0
         runs.append(str(run))
-    out = subprocess.run([sys.executable, "-m", "benchmark", "report", *runs, "--out", str(tmp_path / "rep")],
+    out = subprocess.run([sys.executable, "-m", "scoring", "report", *runs, "--out", str(tmp_path / "rep")],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     report = (tmp_path / "rep" / "report.md").read_text()

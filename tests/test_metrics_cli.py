@@ -1,4 +1,4 @@
-"""``python -m benchmark score`` and ``scoring.score.score_pair``."""
+"""``python -m scoring score`` and ``scoring.score.score_pair``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ PRED = "MATCH (p:Province)<-[:GOVERNS]-(x:Emperor) RETURN x.name AS who, count(*
 
 
 def _cli(*args, env=None, timeout=180):
-    return subprocess.run([sys.executable, "-m", "benchmark", "score", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "scoring", "score", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

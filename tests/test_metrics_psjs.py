@@ -5,9 +5,26 @@ from __future__ import annotations
 import pytest
 
 from graphs.cypher_syntax import CypherParseError
-from scoring.metrics.psjs import (PROV_COLUMN, InfrastructureError, Provenance, jaccard, provenance, psjs,
-                                    psjs_from_provenance, rewrite_provenance)
+from scoring.metrics import psjs as metric
+from scoring.metrics.psjs import (PROV_COLUMN, InfrastructureError, Provenance, jaccard, psjs_from_provenance,
+                                  rewrite_provenance)
 from graphs.executor import QueryError, QueryResult
+
+
+def _runner(runner):
+    from scoring.judge import shared_judge
+
+    return runner or shared_judge().provenance_runner
+
+
+def provenance(world, cypher, *, runner=None, timeout=120.0):
+    """The metric's provenance on the shared judge's executor unless a test gives its own runner."""
+    return metric.provenance(world, cypher, runner=_runner(runner), timeout=timeout)
+
+
+def psjs(world, gold, pred, *, runner=None, timeout=120.0):
+    """The metric on the shared judge's executor unless a test gives its own runner."""
+    return metric.psjs(world, gold, pred, runner=_runner(runner), timeout=timeout)
 
 W = "ancient_empire"
 NAME = "Quabro Tasherk"  # an emperor of ancient_empire who governs six provinces

@@ -202,24 +202,14 @@ class Provenance:
     elapsed_ms: float = 0.0
 
 
-def _default_runner(world: str, query: str, timeout: float):
-    """The shared judge's executor with room for provenance lists (the judge owns the executors; it
-    imports this module, hence the late import)."""
-    from scoring.judge import shared_judge
-
-    return shared_judge().executor(world, for_provenance=True).run(query, timeout=timeout,
-                                                                   max_rows=PROVENANCE_MAX_ROWS)
-
-
-def provenance(world: str, cypher: str, *, timeout: float = 120.0,
-               runner: Callable | None = None) -> Provenance:
+def provenance(world: str, cypher: str, *, runner: Callable, timeout: float = 120.0) -> Provenance:
     """The provenance id set of one query on ``world``. ``runner(world, query, timeout)`` returns a
-    ``QueryResult``; default: the safe executor. Raises only ``InfrastructureError``."""
+    ``QueryResult`` (the judge's: ``scoring.Judge.provenance_runner``). Raises only ``InfrastructureError``."""
     try:
         rewritten = rewrite_provenance(cypher)
     except CypherParseError as exc:
         return Provenance(None, f"cannot rewrite: {exc}")
-    result = (runner or _default_runner)(world, rewritten, timeout)
+    result = runner(world, rewritten, timeout)
     if result.error is not None:
         if result.error.kind == "unavailable":
             raise InfrastructureError(result.error.message)
@@ -262,8 +252,8 @@ def psjs_from_provenance(gold: Provenance, pred: Provenance | None) -> PSJSResul
                       len(gold.ids & pred.ids))
 
 
-def psjs(world: str, gold_cypher: str, pred_cypher: str | None, *, timeout: float = 120.0,
-         runner: Callable | None = None) -> PSJSResult:
+def psjs(world: str, gold_cypher: str, pred_cypher: str | None, *, runner: Callable,
+         timeout: float = 120.0) -> PSJSResult:
     """PSJS of a prediction against the gold on ``world`` (module docstring). Never raises for a
     query; raises ``InfrastructureError`` when the database is unavailable."""
     gold = provenance(world, gold_cypher, timeout=timeout, runner=runner)
