@@ -20,7 +20,8 @@ stage that ran is kept in ``OUT/timings.json``):
    held-out training-world sessions and the first ``--limit-benchmark`` benchmark-world sessions (the base
    model on at most ``--base-limit`` of them when given);
 5. report: ``OUT/results.md`` and ``OUT/results.json``: EX strict and relaxed with 95% intervals (sessions
-   resampled), EX on opening and later turns and by turn position, PSJS, the share of valid actions,
+   resampled), EX on opening and later turns and by turn position, PSJS, the share of valid actions, the share
+   of answers naming only the schema's labels, relationship types and property keys,
    paired bootstrap tests between stages, training figures, and ``OUT/training_curves.png``;
 6. ``--ship DIR``: the final adapter (GRPO, else SFT) with a model card holding the results.
 
@@ -191,6 +192,38 @@ def _position(records: list[dict]) -> dict[str, dict]:
     return {("6+" if k == 6 else str(k)): {"turns": g["n"], "ex": g["mean"]} for k, g in groups.items()}
 
 
+def _in_schema(record: dict) -> bool | None:
+    """Whether the turn's prediction names only labels, relationship types and property keys that the
+    world's schema has (None without a prediction): how far the model reads the schema instead of writing
+    names it remembers or makes up from the question."""
+    from graphs.cypher_syntax import enclosing_brackets, name_of, tokenize
+    from graphs.spec import get_spec
+
+    if not record.get("prediction"):
+        return None
+    spec = get_spec(record["world"])
+    names = set(spec.labels) | set(spec.relationship_types)
+    keys = {p.name for n in spec.nodes for p in n.properties} | {p.name for r in spec.relationships
+                                                                  for p in r.properties}
+    tokens = tokenize(record["prediction"])
+    around = enclosing_brackets(tokens)
+    for i in range(1, len(tokens)):
+        name, before = name_of(tokens[i]), tokens[i - 1]
+        if name is None or before.kind != "punct":
+            continue
+        # after a colon: a label or type, unless inside a map ({name: x}, where x is a value)
+        if before.text == ":" and around[i].innermost != "{" and name not in names:
+            return False
+        if before.text == "." and name not in keys:
+            return False
+    return True
+
+
+def _schema_share(records: list[dict]) -> float | None:
+    flags = [f for f in map(_in_schema, records) if f is not None]
+    return sum(flags) / len(flags) if flags else None
+
+
 def summarize_run(run: Path) -> dict:
     from scoring.metrics._records import split_scored
     from scoring.summary import fill_psjs
@@ -206,6 +239,7 @@ def summarize_run(run: Path) -> dict:
             "ex_opening": _ci(opening, "ex"), "ex_later": _ci(later, "ex"),
             "psjs": sum(psjs) / len(psjs) if psjs else None, "valid_actions": _valid_share(scored),
             "submitted": sum(bool(r.get("submitted")) for r in scored) / len(scored) if scored else None,
+            "in_schema": _schema_share(scored),
             "by_position": _position(scored), "_records": scored}
 
 
@@ -262,9 +296,12 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
     if timings.is_file():
         results["timings_s"] = json.loads(timings.read_text())
     lines = ["# Learning demonstration: SmolLM2-135M-Instruct, base -> SFT -> GRPO (guided protocol)", "",
-             "EX with 95% intervals (10,000 bootstrap resamples of sessions). Opening: turn 1 of each session.", "",
-             "| split | model | sessions | turns | EX | EX relaxed | EX opening | EX later turns | PSJS | valid actions |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "EX with 95% intervals (10,000 bootstrap resamples of sessions). Opening: turn 1 of each session. Names "
+             "in schema: the share of answers whose labels, relationship types and property keys all exist in the "
+             "world's schema.", "",
+             "| split | model | sessions | turns | EX | EX relaxed | EX opening | EX later turns | PSJS | valid actions "
+             "| names in schema |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     position_lines = ["", "EX by turn position (turns in brackets):", "",
                       "| split | model | " + " | ".join(["1", "2", "3", "4", "5", "6+"]) + " |", "|---|---|" + "---|" * 6]
     recs: dict = {}
@@ -279,7 +316,7 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
             num = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
             lines.append(f"| {split} | {name} | {s['sessions']} | {s['turns']} | {_fmt(s['ex'])} | {_fmt(s['ex_relaxed'])} "
                          f"| {_fmt(s['ex_opening'])} | {_fmt(s['ex_later'])} | {num(s['psjs'])} | "
-                         f"{num(s['valid_actions'])} |")
+                         f"{num(s['valid_actions'])} | {num(s['in_schema'])} |")
             pos = s["by_position"]
             position_lines.append(f"| {split} | {name} | " + " | ".join(
                 f"{pos[k]['ex']:.2f} ({pos[k]['turns']})" if k in pos else "-" for k in ("1", "2", "3", "4", "5", "6+"))

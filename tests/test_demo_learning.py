@@ -73,3 +73,20 @@ def test_a_rerun_continues_instead_of_training_again(demo):
     _demo(out)
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert json.loads((out / "results.json").read_text())["splits"]["benchmark"]["grpo"]["turns"] >= 1
+
+
+def test_names_in_schema_tells_schema_names_from_made_up_ones():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("demo_learning", ROOT / "scripts" / "demo_learning.py")
+    demo_learning = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo_learning)
+    record = lambda q: {"world": "ancient_empire", "prediction": q}  # noqa: E731
+    good = ["MATCH (a:Deity {name: 'Mogiaren'})<-[:WORSHIPS]-(t:Temple)<-[:HOSTS]-(c:City) RETURN c.name AS name",
+            "MATCH (p:Province {name: x}) RETURN count(p) AS count"]  # a map value after a colon is no label
+    bad = ["MATCH (t:Temple)<-[:HOUSTINGS]-(c:City) RETURN c.name AS name",   # a type the world lacks
+           "MATCH (p:Professor) RETURN p.name AS name",                          # another world's label
+           "MATCH (t:Temple) WHERE t.goddess = 'X' RETURN t.name AS name"]       # a property it lacks
+    assert [demo_learning._in_schema(record(q)) for q in good + bad] == [True, True, False, False, False]
+    assert demo_learning._in_schema({"world": "ancient_empire", "prediction": None}) is None
+    assert demo_learning._schema_share([record(q) for q in good + bad] + [record(None)]) == 2 / 5
