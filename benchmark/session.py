@@ -256,7 +256,8 @@ def _check_fields(raw: Any, fields: dict[str, str], optional: set[str], where: s
 
 
 def validate_session(raw: Any) -> None:
-    """Raise InputError (a ValueError) naming the first field of a session record that is missing or of the wrong type."""
+    """Raise InputError (a ValueError) naming the first field of a session record that is missing or of
+    the wrong type."""
     _check_fields(raw, _SESSION_FIELDS, set(), "")
     for i, turn in enumerate(raw["turns"]):
         # a field Turn gained later is accepted here even before it gets a type check above
