@@ -11,6 +11,7 @@ from pathlib import Path
 
 from graphs import connections, server
 from graphs.cli import run_command
+from graphs.errors import InputError
 
 
 def cmd_build(args) -> int:
@@ -28,14 +29,14 @@ def cmd_build(args) -> int:
         from benchmark.rewrite import OpenAIRewriter
 
         if not (args.rewrite_url and args.rewrite_model):
-            raise ValueError("--rewrite openai needs --rewrite-url and --rewrite-model")
+            raise InputError("--rewrite openai needs --rewrite-url and --rewrite-model")
         rewriter = OpenAIRewriter(args.rewrite_url, args.rewrite_model,
                                   api_key=os.environ.get(args.rewrite_api_key_env) if args.rewrite_api_key_env else None)
     elif args.rewrite == "hf":
         from benchmark.rewrite import HFRewriter
 
         if not args.rewrite_model:
-            raise ValueError("--rewrite hf needs --rewrite-model (a local path or hub id)")
+            raise InputError("--rewrite hf needs --rewrite-model (a local path or hub id)")
         rewriter = HFRewriter(args.rewrite_model)
     t0 = time.perf_counter()
     with tqdm(total=total, desc=f"building {args.split} sessions", unit="session", file=sys.stderr,

@@ -164,9 +164,9 @@ def read_review_sheet(path: str | Path, sessions: list[Session]) -> dict[tuple[s
 def _tallies(a: list[str], b: list[str]) -> tuple[int, int, int]:
     """(items, items agreed on, chance agreement * items^2) as integers, for exact comparisons."""
     if len(a) != len(b):
-        raise ValueError(f"the raters labelled different numbers of items ({len(a)} vs {len(b)})")
+        raise ReviewError(f"the raters labelled different numbers of items ({len(a)} vs {len(b)})")
     if not a:
-        raise ValueError("agreement needs at least one item")
+        raise ReviewError("agreement needs at least one item")
     ca, cb = Counter(a), Counter(b)
     return len(a), sum(x == y for x, y in zip(a, b)), sum(ca[label] * cb[label] for label in ca)
 

@@ -56,7 +56,7 @@ from benchmark.session import PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, Session, 
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.generator import Graph, generate
 from graphs.spec import RelationshipSpec, WorldSpec
-from graphs.errors import CypherTurnError, InfrastructureError
+from graphs.errors import CypherTurnError, InfrastructureError, InvariantError
 
 MAX_SET = 60  # largest listed result kept
 MIN_OPENING = 2  # an opening lists at least this many entities
@@ -448,7 +448,7 @@ class WorldBuilder:
             if base.parent is None or base.condition is None or prev_phen not in FILTERS + ("OPENING_FILTERED",):
                 raise GateFailure("feasible")
             return chain.contrast(base, self.keys[label]), slots, True, None
-        raise ValueError(f"unknown phenomenon {phen}")
+        raise InvariantError(f"unknown phenomenon {phen}")
 
     def _flag_or_exists(self, phen: str, kind: str, base: chain.EntitySet, uni: chain.EntitySet, members: list,
                         flags: list[str], nullable: list[str], slots: dict, rng: random.Random):

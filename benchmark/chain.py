@@ -21,6 +21,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphs.errors import CypherTurnError
+
+
+class ChainError(CypherTurnError, ValueError):
+    """A step asked of a set that cannot take it, or a value with no Cypher literal: the caller's (the
+    builder's) mistake, never the model's or a user's."""
+
 
 def literal(value: Any) -> str:
     """A Cypher literal for a property value."""
@@ -30,7 +37,7 @@ def literal(value: Any) -> str:
         return str(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError("no literal for non-finite floats")
+            raise ChainError("no literal for non-finite floats")
         return repr(value)
     if isinstance(value, dt.date):
         return f"date('{value.isoformat()}')"
@@ -269,11 +276,11 @@ def aggregate_edges(s: EntitySet, fn: str, prop: str) -> Step:
     """agg_numeric over the relationship that produced the set: one value per traversed relationship
     ("what is their average grade?" after "the courses those students are enrolled in")."""
     if s.edge is None:
-        raise ValueError("the set was not produced by a one-hop expansion")
+        raise ChainError("the set was not produced by a one-hop expansion")
     column = f"{fn}_{prop}"
     anonymous = f"[:{ident(s.edge[1])}]"
     if anonymous not in s.clauses[-1]:
-        raise ValueError("the set's last clause is not its expansion")
+        raise ChainError("the set's last clause is not its expansion")
     bound = s.clauses[-1].replace(anonymous, f"[{s.edge[0]}:{ident(s.edge[1])}]", 1)
     cypher = "\n".join([*s.clauses[:-1], bound, f"RETURN {fn}({s.edge[0]}.{ident(prop)}) AS {ident(column)}"])
     return Step(cypher, (column,), s.key_values, s.triples, None)
@@ -313,7 +320,7 @@ def contrast(s: EntitySet, key: str) -> Step:
     partition the parent exactly.
     """
     if s.parent is None or s.condition is None:
-        raise ValueError("CONTRAST needs a set produced by a filter")
+        raise ChainError("CONTRAST needs a set produced by a filter")
     parent, cond = s.parent, s.condition
     negated = Condition(f"NOT coalesce({cond.text}, false)", cond.key_values)
     new = EntitySet(s.label, s.var, tuple(parent.filtered(negated.text)),

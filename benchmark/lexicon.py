@@ -25,6 +25,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from graphs.errors import InputError
 from graphs.spec import WorldSpec, get_spec
 
 DIRECTIONS = ("forward", "backward")
@@ -135,7 +136,7 @@ class Lexicon:
     def link(self, rel_type: str, source_label: str, target_label: str, direction: str) -> str:
         """The phrase for a relationship read in ``direction`` (see the module docstring)."""
         if direction not in DIRECTIONS:
-            raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+            raise InputError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
         words = self._links.get((rel_type, source_label, target_label))
         if words is None:
             same_type = [w for (t, _, _), w in self._links.items() if t == rel_type]

@@ -242,21 +242,22 @@ def _field_ok(kind: str, v: Any) -> bool:
 def _check_fields(raw: Any, fields: dict[str, str], optional: set[str], where: str,
                   allowed: set[str] | None = None) -> None:
     if not isinstance(raw, dict):
-        raise ValueError(f"{where or 'the line'}: expected a JSON object, got {type(raw).__name__}")
+        raise InputError(f"{where or 'the line'}: expected a JSON object, got {type(raw).__name__}")
     for name, kind in fields.items():
         if name not in raw:
             if name in optional:
                 continue
-            raise ValueError(f"field {where}{name} is missing")
+            raise InputError(f"field {where}{name} is missing")
         if not _field_ok(kind, raw[name]):
-            raise ValueError(f"field {where}{name} must be {kind}, got {json.dumps(raw[name])[:60]}")
+            raise InputError(f"field {where}{name} must be {kind}, got {json.dumps(raw[name])[:60]}")
     unknown = sorted(set(raw) - set(fields) - (allowed or set()))
     if unknown:
-        raise ValueError(f"unknown field {where}{unknown[0]}")
+        raise InputError(f"unknown field {where}{unknown[0]}")
 
 
 def validate_session(raw: Any) -> None:
-    """Raise ValueError naming the first field of a session record that is missing or of the wrong type."""
+    """Raise InputError (a ValueError) naming the first field of a session record that is missing or of
+    the wrong type."""
     _check_fields(raw, _SESSION_FIELDS, set(), "")
     for i, turn in enumerate(raw["turns"]):
         # a field Turn gained later is accepted here even before it gets a type check above
@@ -277,5 +278,5 @@ def read_sessions(path: str | Path) -> Iterator[Session]:
                     validate_session(raw)
                     session = Session.from_dict(raw)
                 except (ValueError, KeyError, TypeError, RecursionError) as exc:
-                    raise ValueError(f"{path}:{lineno}: not a session record ({exc})") from None
+                    raise InputError(f"{path}:{lineno}: not a session record ({exc})") from None
                 yield session

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
-from graphs.errors import InfrastructureError
+from graphs.errors import InfrastructureError, InputError
 
 
 class BackendError(InfrastructureError):
@@ -348,6 +348,6 @@ def make_backend(backend: str, model: str, *, api_base: str | None = None, api_k
         return VLLMBackend(model, batch_size=batch_size)
     if backend == "openai":
         if not api_base:
-            raise ValueError("--backend openai needs --api-base (e.g. http://localhost:8000/v1)")
+            raise InputError("--backend openai needs --api-base (e.g. http://localhost:8000/v1)")
         return OpenAIBackend(api_base, model, api_key=api_key, retries=api_retries)
-    raise ValueError(f"unknown backend {backend!r}; use hf, vllm or openai")
+    raise InputError(f"unknown backend {backend!r}; use hf, vllm or openai")

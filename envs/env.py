@@ -47,7 +47,7 @@ from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.executor import SafeExecutor
 from graphs.schema import introspect
 from graphs.search import SearchError, SearchUnavailable, search_values
-from graphs.errors import InfrastructureError, InputError
+from graphs.errors import InfrastructureError, InputError, ResetNeeded
 
 PROTOCOLS = ("guided", "agentic")
 VARIANTS = (None, "persistent_schema", "disclosed_horizon", "budget_encouraging")
@@ -99,7 +99,7 @@ def load_dataset(dataset: str | Path | None) -> list[Session]:
     if key not in _DATASET_CACHE:
         sessions = list(read_sessions(dataset))
         if not sessions:
-            raise ValueError(f"{dataset}: no sessions")
+            raise InputError(f"{dataset}: no sessions")
         _DATASET_CACHE[key] = sessions
     return _DATASET_CACHE[key]
 
@@ -197,7 +197,7 @@ class CypherTurnEnv(gym.Env):
         options = options or {}
         if "session_id" in options:
             if options["session_id"] not in self._by_id:
-                raise ValueError(f"unknown session id {options['session_id']!r}")
+                raise InputError(f"unknown session id {options['session_id']!r}")
             self.session = self._by_id[options["session_id"]]
         else:
             self.session = self.sessions[int(self.np_random.integers(len(self.sessions)))]
@@ -214,7 +214,7 @@ class CypherTurnEnv(gym.Env):
         self._start_turn()
         start = options.get("start_turn", 0)
         if not isinstance(start, int) or isinstance(start, bool) or not 0 <= start < len(s.turns):
-            raise ValueError(f"start_turn must be an integer in [0, {len(s.turns)}) for session {s.id}, got {start!r}")
+            raise InputError(f"start_turn must be an integer in [0, {len(s.turns)}) for session {s.id}, got {start!r}")
         for turn in s.turns[:start]:
             self._replay_gold(turn)
         if self.budget is not None:
@@ -276,7 +276,7 @@ class CypherTurnEnv(gym.Env):
         is spent. The action space stays ``Text``: an ``Action`` is a convenience for callers that parse
         tool calls themselves."""
         if self.session is None or self.turn_index >= len(self.session.turns):
-            raise RuntimeError("call reset() before step(); the episode is over")
+            raise ResetNeeded("call reset() before step(); the episode is over")
         if isinstance(action, Action):
             parsed: Action | ParseError = check_action(action)
             raw = action_text(action)
@@ -410,11 +410,11 @@ class CypherTurnEnv(gym.Env):
         without it, the episode in progress."""
         if session_id is not None:
             if session_id not in self._by_id:
-                raise ValueError(f"unknown session id {session_id!r}")
+                raise InputError(f"unknown session id {session_id!r}")
             self.session, self.turn_index, self.records, self.budget = self._by_id[session_id], 0, [], None
             self._start_turn()
         elif self.session is None:
-            raise RuntimeError("no episode to end: call reset() first, or name the session whose reset failed")
+            raise ResetNeeded("no episode to end: call reset() first, or name the session whose reset failed")
         for turn in self.session.turns[len(self.records):]:
             self.records.append(self._record(turn, None, None, None, submitted=False, cliff=False,
                                              infra_error=message))

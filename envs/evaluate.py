@@ -225,8 +225,8 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
         old = json.loads(meta_path.read_text())
         changed = [k for k in _RESUME_KEYS if old.get(k) != meta.get(k)]
         if changed:
-            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)}); "
-                             "use another --out or the same flags")
+            raise EvaluationConfigError(f"{out} holds a run with other settings ({', '.join(changed)}); "
+                                        "use another --out or the same flags")
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     traj = out / "trajectories.jsonl"
     done_ids = _scored_sessions(traj)
@@ -239,7 +239,7 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
     chat_format = resolve_chat_format(args.model, args.chat_format)
     if backend is not None and chat_format == "tools":
         if not hasattr(backend, "tools"):
-            raise ValueError(f"--chat-format tools needs the hf or vllm backend, not {args.backend}")
+            raise EvaluationConfigError(f"--chat-format tools needs the hf or vllm backend, not {args.backend}")
         from envs.trl_adapter import tool_schemas
 
         backend.tools = tool_schemas()
@@ -368,7 +368,7 @@ def resolve_chat_format(model: str, requested: str = "auto") -> str:
         try:
             return json.loads(marker.read_text()).get("chat_format", "text")
         except ValueError:
-            raise ValueError(f"{marker} is not valid JSON") from None
+            raise InputError(f"{marker} is not valid JSON") from None
     return "text"
 
 
@@ -393,9 +393,9 @@ def _user_sim(spec: str):
 
         base, _, model = spec[len("openai:"):].rpartition(":")
         if not base or not model:
-            raise ValueError("--user-sim openai:BASE_URL:MODEL, e.g. openai:http://localhost:8000/v1:qwen")
+            raise EvaluationConfigError("--user-sim openai:BASE_URL:MODEL, e.g. openai:http://localhost:8000/v1:qwen")
         return LLMReplyBackend(OpenAIChat(base, model))
-    raise ValueError(f"--user-sim must be 'rule' or 'openai:BASE_URL:MODEL', got {spec!r}")
+    raise EvaluationConfigError(f"--user-sim must be 'rule' or 'openai:BASE_URL:MODEL', got {spec!r}")
 
 
 def _bounded(kind, low, high=None, *, low_open=False):

@@ -76,7 +76,7 @@ from benchmark.session import Session
 from envs import prompts
 from envs.actions import Action, action_from_tool_call, tool_call_text
 from envs.env import PROTOCOLS, CypherTurnEnv, EnvConfig, env_config, load_dataset
-from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
+from graphs.errors import InfrastructureError, InputError, ResetNeeded  # noqa: F401 - InfrastructureError: public here
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")
 TURN_OVER = ("[The turn is over: your answer for this question is recorded. Do not call more tools; "
@@ -148,18 +148,18 @@ class CypherTurnToolEnv:
         self.tool_calls = []
         self.episodes += 1
         if session is None:
-            raise ValueError("a training row needs a `session` column (see envs.trl_adapter.make_training_rows)")
+            raise InputError("a training row needs a `session` column (see envs.trl_adapter.make_training_rows)")
         if session not in self._by_id:
-            raise ValueError(f"unknown session id {session!r}")
+            raise InputError(f"unknown session id {session!r}")
         protocol = protocol or self._protocol
         if protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+            raise InputError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         s = self._by_id[session]
         if world is not None and world != s.world:
-            raise ValueError(f"row world {world!r} does not match session {session!r} ({s.world})")
+            raise InputError(f"row world {world!r} does not match session {session!r} ({s.world})")
         index = int(turn)
         if not 0 <= index < len(s.turns):
-            raise ValueError(f"session {session!r} has {len(s.turns)} turns; turn {turn!r} is out of range")
+            raise InputError(f"session {session!r} has {len(s.turns)} turns; turn {turn!r} is out of range")
         env = self._envs.get(protocol)
         if env is None:
             env = self._envs[protocol] = CypherTurnEnv(sessions=self._sessions,
@@ -190,7 +190,7 @@ class CypherTurnToolEnv:
 
     def _score(self) -> float:
         if self._env is None or self._turn_index is None:
-            raise RuntimeError("get_reward() before reset()")
+            raise ResetNeeded("get_reward() before reset()")
         if not self._over:
             # The turn ended without SUBMIT_ANSWER: the environment's rule takes the last EXECUTE_CYPHER
             # query as the prediction (submitted here on the model's behalf), or there is none.
@@ -340,7 +340,7 @@ def make_training_rows(sessions: Iterable[Session], protocol: str = "guided", *,
     as JSON text, ``gold_key_values`` as ``{label, property, value_json}``); the trainer passes them to reward functions
     and to ``reset``, which ignores them; the model never sees them."""
     if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        raise InputError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     wanted = None if turns is None else set(turns)
     rows = []
     for s in sessions:
@@ -371,7 +371,7 @@ def env_reward(prompts=None, completions=None, environments=None, **kwargs) -> l
     ``CypherTurnToolEnv(expose_reward=False)``; with the default ``expose_reward=True`` the trainer
     already adds ``get_reward`` as a reward of weight 1, and this function would count it twice."""
     if environments is None:
-        raise ValueError("env_reward needs GRPOTrainer(environment_factory=...): no environments were passed")
+        raise InputError("env_reward needs GRPOTrainer(environment_factory=...): no environments were passed")
     if completions is not None:
         from rewards.completions import completion_text
 

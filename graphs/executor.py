@@ -50,7 +50,7 @@ from neo4j.exceptions import (BrokenRecordError, ClientError, ConnectionAcquisit
 from graphs import connections, server
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
 from graphs.deadlines import WATCHDOG
-from graphs.errors import CypherTurnError
+from graphs.errors import CypherTurnError, InputError
 from graphs.lru import LRUCache
 from graphs.spec import get_spec
 from graphs.values import UndecodableValue, normalize, undecodable
@@ -282,11 +282,11 @@ class ExecutorLimits:
 
     def __post_init__(self):
         if not (self.timeout > 0 and math.isfinite(self.timeout)) or self.max_rows < 0:
-            raise ValueError("timeout must be positive and max_rows non-negative")
+            raise InputError("timeout must be positive and max_rows non-negative")
         if min(self.max_value_bytes, self.max_result_bytes, self.max_query_chars) <= 0:
-            raise ValueError("the size caps must be positive")
+            raise InputError("the size caps must be positive")
         if self.retries < 0 or self.backoff < 0:
-            raise ValueError("retries and backoff must not be negative")
+            raise InputError("retries and backoff must not be negative")
 
 
 class SafeExecutor:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphs.checksum import graph_checksum
+from graphs.errors import InputError
 from graphs.spec import PropertySpec, RelationshipSpec, WorldSpec, _to_date
 
 _ONSETS = ["b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "kh", "l", "m", "n", "p", "qu", "r",
@@ -202,7 +203,7 @@ def _edges(rel: RelationshipSpec, n_source: int, n_target: int, rng: random.Rand
 def generate(spec: WorldSpec, seed: int | None = None, scale: float = 1.0) -> Graph:
     """Generate the world's graph. Same (spec, seed, scale) -> identical graph and checksum."""
     if scale <= 0:
-        raise ValueError(f"scale must be positive, got {scale}")
+        raise InputError(f"scale must be positive, got {scale}")
     seed = spec.seed if seed is None else int(seed)
     nodes: dict[str, list[dict[str, Any]]] = {}
     for node in spec.nodes:

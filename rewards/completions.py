@@ -37,6 +37,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from graphs.errors import InputError
+
 TAGS = ("reasoning", "key_value", "relationship", "answer")
 
 _FORMAT = re.compile(
@@ -155,7 +157,7 @@ def extract_query(text: str, mode: str = "answer") -> str | None:
     if mode == "raw":
         return strip_code(text) or None
     if mode != "auto":
-        raise ValueError(f"unknown query extraction mode {mode!r}; use 'answer', 'action', 'auto' or 'raw'")
+        raise InputError(f"unknown query extraction mode {mode!r}; use 'answer', 'action', 'auto' or 'raw'")
     found = extract_answer(text)
     if found is not None:
         return found
@@ -172,5 +174,5 @@ def kwargs_column(kwargs: dict, name: str, n: int) -> list | None:
         return None
     col = list(col)
     if len(col) != n:
-        raise ValueError(f"reward kwargs column {name!r} has {len(col)} entries for {n} completions")
+        raise InputError(f"reward kwargs column {name!r} has {len(col)} entries for {n} completions")
     return col

@@ -47,6 +47,7 @@ from typing import Any, Iterable
 
 from graphs.cypher_syntax import (TEMPORAL_FUNCTIONS, WORD_OPERATORS, decode_string, group_end, is_closing,
                                   is_opening, name_of, tokenize)
+from graphs.errors import InputError
 _TRIPLE_TEXT = re.compile(r"^\(:(?P<src>.+?)\)-\[:(?P<type>.+?)\]-(?P<arrow>>?)\(:(?P<dst>.+?)\)$")
 
 
@@ -73,7 +74,7 @@ class Triple:
         """The inverse of ``str()``: ``(:A)-[:R]->(:B)`` or the undirected ``(:A)-[:R]-(:B)``."""
         m = _TRIPLE_TEXT.match(text.strip())
         if not m:
-            raise ValueError(f"not a canonical triple: {text!r} (expected '(:Src)-[:TYPE]->(:Dst)')")
+            raise InputError(f"not a canonical triple: {text!r} (expected '(:Src)-[:TYPE]->(:Dst)')")
         return cls.make(m["src"], m["type"], m["dst"], bool(m["arrow"]))
 
 

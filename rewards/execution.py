@@ -61,6 +61,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from benchmark.session import decode_json
+from graphs.errors import InputError
 from rewards.completions import completion_text, extract_query
 from rewards.completions import kwargs_column as _column
 from scoring.judge import InfrastructureError, Judge, JudgeLimits, Pair, Verdict, compare
@@ -171,7 +172,7 @@ class ExecutionRewardOptions:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"execution reward kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+            raise InputError(f"execution reward kind must be one of {sorted(KINDS)}, got {self.kind!r}")
         extract_query("", self.extract)  # validates the mode
 
     @classmethod
@@ -249,7 +250,7 @@ class ExecutionReward:
         default = self.options.world
         worlds = [default] * n if worlds is None else [w or default for w in worlds]
         if any(w is None for w in worlds):
-            raise ValueError(f"{self.__name__}: needs the dataset column 'world' (or a default world)")
+            raise InputError(f"{self.__name__}: needs the dataset column 'world' (or a default world)")
         golds = _column(kwargs, "gold_cypher", n)
         gold_columns = _column(kwargs, "gold_columns", n)
         gold_rows = _column(kwargs, "gold_rows", n)
@@ -265,7 +266,7 @@ class ExecutionReward:
         if o.kind == "psjs":
             return self._psjs(worlds, golds, queries)
         if golds is None and (gold_rows is None or gold_columns is None):
-            raise ValueError(f"{self.__name__}: needs the dataset column 'gold_cypher' "
+            raise InputError(f"{self.__name__}: needs the dataset column 'gold_cypher' "
                              "(or 'gold_columns' and 'gold_rows')")
         pairs = []
         for i in range(n):
@@ -273,7 +274,7 @@ class ExecutionReward:
                 and gold_columns[i] is not None
             gold = golds[i] if golds is not None else None
             if not stored and gold is None:
-                raise ValueError(f"{self.__name__}: row {i} has neither a gold result nor a gold query")
+                raise InputError(f"{self.__name__}: row {i} has neither a gold result nor a gold query")
             pairs.append(Pair(worlds[i], gold, queries[i], gold_columns[i] if stored else None,
                               gold_rows[i] if stored else None))
         verdicts = self.judge.judge_batch(pairs)
@@ -306,7 +307,7 @@ class ExecutionReward:
 
     def _psjs(self, worlds: list[str], golds: list | None, queries: list[str | None]) -> list[float | None]:
         if golds is None or any(g is None for g in golds):
-            raise ValueError(f"{self.__name__}: needs the dataset column 'gold_cypher' (a gold query per row)")
+            raise InputError(f"{self.__name__}: needs the dataset column 'gold_cypher' (a gold query per row)")
         try:
             results = self.judge.psjs_batch(list(zip(worlds, golds, queries)))
         except InfrastructureError as exc:
@@ -328,7 +329,7 @@ def make_execution_reward(mode: str = "strict", **kwargs: Any) -> ExecutionRewar
     of ``ExecutionRewardOptions`` and the judge limits (``ExecutionRewardOptions.from_kwargs``); or build
     ``ExecutionReward(ExecutionRewardOptions(...))`` directly."""
     if mode not in ("strict", "relaxed"):
-        raise ValueError(f"execution reward mode must be 'strict' or 'relaxed', got {mode!r}")
+        raise InputError(f"execution reward mode must be 'strict' or 'relaxed', got {mode!r}")
     return ExecutionReward(ExecutionRewardOptions.from_kwargs(kind=mode, **kwargs))
 
 
@@ -339,7 +340,7 @@ def make_partial_reward(metric: str = "f1", **kwargs: Any) -> ExecutionReward:
     missing query scores ``failure_score``; an unreachable database raises. Options as for
     ``make_execution_reward``."""
     if metric not in ("f1", "psjs"):
-        raise ValueError(f"partial reward metric must be 'f1' or 'psjs', got {metric!r}")
+        raise InputError(f"partial reward metric must be 'f1' or 'psjs', got {metric!r}")
     return ExecutionReward(ExecutionRewardOptions.from_kwargs(kind=metric, **kwargs))
 
 

@@ -85,6 +85,7 @@ from typing import Any, Callable, Iterable
 from benchmark.session import decode_json
 from graphs.cypher_syntax import (CALLABLE_KEYWORDS, CLAUSE_OPENERS, KEYWORDS, OPENING, Token, decode_string,
                                   enclosing_brackets, group_end, is_keyword, name_of, plain_name, tokenize)
+from graphs.errors import InputError
 from rewards import cypher_parse
 from rewards.completions import check_format, completion_text, extract_answer, extract_tag
 from rewards.completions import kwargs_column as _column
@@ -220,7 +221,7 @@ def answer_reward(prompts, completions, **kwargs) -> list[float]:
     texts = _texts(completions)
     golds = _column(kwargs, "gold_cypher", len(texts))
     if golds is None:
-        raise ValueError("answer_reward needs the dataset column 'gold_cypher'")
+        raise InputError("answer_reward needs the dataset column 'gold_cypher'")
     scores = []
     cache: dict[str, str] = {}
     for text, gold in zip(texts, golds):
@@ -364,7 +365,7 @@ def _gold_kv_items(gold: Iterable[Any]) -> list[tuple[str | None, str | None, st
             elif "value_json" in kv:
                 value = decode_json(kv["value_json"]) if isinstance(kv["value_json"], str) else kv["value_json"]
             else:
-                raise ValueError(f"gold key-value {kv!r} has neither 'value' nor 'value_json'")
+                raise InputError(f"gold key-value {kv!r} has neither 'value' nor 'value_json'")
             label, prop = kv.get("label"), kv.get("property")
         else:  # a bare value
             value, label, prop = kv, None, None
@@ -500,7 +501,7 @@ def _gold_triple_items(gold: Iterable[Any]) -> list[Triple]:
             except ValueError:
                 parsed = _triple_chain(str(item))
                 if len(parsed) != 1:
-                    raise ValueError(f"gold triple {item!r} is not of the form '(:Src)-[:TYPE]->(:Dst)'") from None
+                    raise InputError(f"gold triple {item!r} is not of the form '(:Src)-[:TYPE]->(:Dst)'") from None
                 t = parsed[0]
         t = Triple.make(t.src.casefold(), t.type.casefold(), t.dst.casefold(), t.directed)
         if t not in out:
@@ -534,9 +535,9 @@ def superset_score(extracted: list, gold: list, covers: Callable[[Any, Any], boo
 
 def _check_guard(max_factor: float, slack: int, empty_gold: str) -> None:
     if not (max_factor >= 1 and slack >= 0):
-        raise ValueError("max_factor must be >= 1 and slack >= 0")
+        raise InputError("max_factor must be >= 1 and slack >= 0")
     if empty_gold not in EMPTY_GOLD_MODES:
-        raise ValueError(f"empty_gold must be one of {EMPTY_GOLD_MODES}, got {empty_gold!r}")
+        raise InputError(f"empty_gold must be one of {EMPTY_GOLD_MODES}, got {empty_gold!r}")
 
 
 def _golds(kwargs: dict, column: str, n: int, derive: Callable[[str], list]) -> list[list]:
@@ -547,7 +548,7 @@ def _golds(kwargs: dict, column: str, n: int, derive: Callable[[str], list]) -> 
         gold = golds[i] if golds is not None else None
         if gold is None:
             if cyphers is None or cyphers[i] is None:
-                raise ValueError(f"reward needs the dataset column {column!r} (or 'gold_cypher' to derive it from)")
+                raise InputError(f"reward needs the dataset column {column!r} (or 'gold_cypher' to derive it from)")
             gold = derive(cyphers[i])
         out.append(list(gold))
     return out

@@ -95,7 +95,7 @@ class JudgeLimits:
 
     def __post_init__(self):
         if not self.timeout > 0 or self.max_rows < 1 or self.workers < 1 or self.retries < 0 or self.backoff < 0:
-            raise ValueError(f"bad judge limits {self}: timeout must be positive, max_rows and workers at "
+            raise InputError(f"bad judge limits {self}: timeout must be positive, max_rows and workers at "
                              "least 1, retries and backoff non-negative")
 
 
@@ -296,7 +296,7 @@ class Judge:
                 cached.append(False)
                 continue
             if p.gold is None:
-                raise ValueError(f"pair on {p.world}: neither a gold result nor a gold query")
+                raise InputError(f"pair on {p.world}: neither a gold result nor a gold query")
             entry = cache.get((p.world, p.gold)) if cache is not None else None
             hit = entry is not None and entry.result is not None
             entries.append(entry if hit else None)

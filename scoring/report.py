@@ -14,6 +14,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from graphs.errors import InputError
 from scoring.metrics import breakdown, cer, significance
 from scoring.records import read_records
 
@@ -129,7 +130,7 @@ def _figures(runs: list[dict], out: Path) -> list[str]:
 def write_report(run_dirs: list[str | Path], out: str | Path) -> Path:
     runs = [load_run(Path(p)) for p in run_dirs]
     if not runs:
-        raise ValueError("give at least one run directory")
+        raise InputError("give at least one run directory")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# CypherTurn leaderboard", "", "† EX significantly below the best model of the same setting "

@@ -1,15 +1,19 @@
 """One error hierarchy (graphs/errors.py): every exception class the project defines derives from
-CypherTurnError, there is one InfrastructureError, and every failure of a dependency is one."""
+CypherTurnError, there is one InfrastructureError, every failure of a dependency is one, and the
+packages raise no bare ValueError / RuntimeError beside the hierarchy."""
 
 from __future__ import annotations
 
+import ast
+import builtins
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import pytest
 
-from graphs.errors import CypherTurnError, InfrastructureError, InputError
+from graphs.errors import CypherTurnError, InfrastructureError, InputError, InvariantError, ResetNeeded
 
 PACKAGES = ("graphs", "benchmark", "scoring", "rewards", "envs", "training")
 INFRASTRUCTURE = {"ServerError", "SearchUnavailable", "BuildUnavailable", "EnvUnavailable", "BackendError",
@@ -57,3 +61,50 @@ def test_one_infrastructure_error_and_the_dependency_failures_are_it():
         assert all(issubclass(c, InfrastructureError) and issubclass(c, RuntimeError) for c in by_short[short]), short
     for short in INPUT:
         assert all(issubclass(c, InputError) and issubclass(c, ValueError) for c in by_short[short]), short
+
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILTIN_EXCEPTIONS = {n for n, o in vars(builtins).items() if isinstance(o, type) and issubclass(o, BaseException)}
+BARE = {"ValueError", "RuntimeError"}  # the hierarchy has a class for each (InputError, ResetNeeded, ...)
+
+
+def _name(node: ast.expr) -> str | None:
+    """The class a raise or a base names: ``X``, ``m.X`` or ``X(...)``."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _sources():
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield path.relative_to(ROOT), ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_no_bare_builtin_raise_and_every_exception_class_is_in_the_hierarchy():
+    """By the source, so that ``__main__`` modules, classes defined inside functions and modules the
+    import walk above skips (an optional dependency missing) are covered too."""
+    hierarchy = {cls.__name__ for cls in EXCEPTIONS.values() if issubclass(cls, CypherTurnError)} | {"CypherTurnError"}
+    bare, outside, files = [], [], 0
+    for path, tree in _sources():
+        files += 1
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and node.exc is not None and _name(node.exc) in BARE:
+                bare.append(f"{path}:{node.lineno}: raise {_name(node.exc)}")
+            if isinstance(node, ast.ClassDef) and (path, node.name) != (Path("graphs/errors.py"), "CypherTurnError"):
+                bases = {_name(b) for b in node.bases}
+                if bases & BUILTIN_EXCEPTIONS and not bases & hierarchy:
+                    outside.append(f"{path}:{node.lineno}: class {node.name}({', '.join(sorted(map(str, bases)))})")
+    assert files > 50  # the walk reached the packages' sources
+    assert not bare, "raise the hierarchy's class (graphs/errors.py), not the builtin:\n" + "\n".join(bare)
+    assert not outside, "derive from CypherTurnError (graphs/errors.py):\n" + "\n".join(outside)
+
+
+def test_order_and_invariant_errors_keep_their_builtin():
+    assert issubclass(ResetNeeded, CypherTurnError) and issubclass(ResetNeeded, RuntimeError)
+    assert issubclass(InvariantError, CypherTurnError) and issubclass(InvariantError, RuntimeError)
+    assert not issubclass(ResetNeeded, InfrastructureError) and not issubclass(InvariantError, InfrastructureError)

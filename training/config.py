@@ -19,7 +19,8 @@ SINGLE_TURN_REWARDS = ["format", "answer", "key_value", "triple", "execution"]
 
 
 class RecipeError(InputError):
-    """Settings of a training recipe that contradict each other; the message names them."""
+    """A setting of a training recipe out of range, or settings that contradict each other; the message
+    names them."""
 
 
 @dataclass

@@ -24,6 +24,8 @@ from typing import Any, Iterable
 
 from benchmark.session import Session
 from envs.trl_adapter import CypherTurnToolEnv, env_tools, make_training_rows, tool_schemas  # noqa: F401 (re-exported)
+from graphs.errors import InvariantError
+from training.config import RecipeError
 
 FINAL_MESSAGE = "I have submitted my answer."
 
@@ -62,7 +64,7 @@ def oracle_tool_conversation(env: CypherTurnToolEnv, row: dict[str, Any], sessio
         messages.append({"role": "tool", "name": name, "content": result})
     reward = env.get_reward()
     if reward != 1.0:
-        raise RuntimeError(f"oracle scored {reward} on {row['session']} turn {row['turn']}")
+        raise InvariantError(f"oracle scored {reward} on {row['session']} turn {row['turn']}")
     messages.append({"role": "assistant", "content": FINAL_MESSAGE})
     return messages
 
@@ -150,7 +152,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
 
     bad = [f for f in formats if f not in SFT_FORMATS]
     if bad:
-        raise ValueError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
+        raise RecipeError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
     tools = json.dumps(tool_schemas(), ensure_ascii=False) if chat_tools else None
     by_id = {s.id: s for s in sessions}
     wanted = None if turns is None else list(turns)
@@ -174,7 +176,7 @@ def split_sessions(sessions: list[Session], holdout_fraction: float) -> tuple[li
     """(train, held out): the last ``holdout_fraction`` of each world's sessions (in id order) are held out,
     so every world is in both parts (the GRPO paper trains on 90%)."""
     if not 0 <= holdout_fraction < 1:
-        raise ValueError(f"holdout_fraction must be in [0, 1), got {holdout_fraction}")
+        raise RecipeError(f"holdout_fraction must be in [0, 1), got {holdout_fraction}")
     by_world: dict[str, list[Session]] = {}
     for s in sorted(sessions, key=lambda s: s.id):
         by_world.setdefault(s.world, []).append(s)
@@ -193,7 +195,7 @@ def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
     the same rows with the guided turn prompt already in the user message (no environment in the loop;
     the paper's rewards and the execution rewards score the tagged response)."""
     if mode not in ("multi_turn", "single_turn"):
-        raise ValueError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
+        raise RecipeError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
     rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns, with_gold=True)
     if mode == "single_turn":
         env = CypherTurnToolEnv(sessions=sessions, protocol="guided", timeout=env_timeout)

@@ -30,6 +30,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from graphs.errors import InputError
 from training.config import (CypherTurnDataArguments, CypherTurnGRPOArguments, CypherTurnSFTArguments,
                              RecipeError)
 
@@ -82,7 +83,7 @@ def load_for_training(model_args, gradient_checkpointing: bool = False, lora_lay
 
     name = model_args.model_name_or_path
     if not name:
-        raise ValueError("model_name_or_path is required (a directory, a cached hub id, or smollm2-135m / tiny-llama)")
+        raise RecipeError("model_name_or_path is required (a directory, a cached hub id, or smollm2-135m / tiny-llama)")
     kwargs: dict[str, Any] = {"dtype": _dtype(model_args)}
     if model_args.attn_implementation:
         kwargs["attn_implementation"] = model_args.attn_implementation
@@ -116,10 +117,10 @@ def top_layers_only(peft_config, model, n: int):
     """``peft_config`` restricted to the top ``n`` decoder layers (``layers_to_transform``): nothing below
     them needs a gradient, so the backward pass stops there."""
     if peft_config is None:
-        raise ValueError("lora_layers needs use_peft: true (it restricts the LoRA adapter to the top layers)")
+        raise RecipeError("lora_layers needs use_peft: true (it restricts the LoRA adapter to the top layers)")
     total = model.config.num_hidden_layers
     if not 1 <= n <= total:
-        raise ValueError(f"lora_layers must be between 1 and the model's {total} layers, got {n}")
+        raise RecipeError(f"lora_layers must be between 1 and the model's {total} layers, got {n}")
     peft_config.layers_to_transform = list(range(total - n, total))
     peft_config.layers_pattern = "layers"
     return peft_config
@@ -229,9 +230,9 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
 
     bad = [f for f in args.formats if f not in SFT_FORMATS]
     if bad:
-        raise ValueError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
+        raise RecipeError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
     if args.chat_format not in ("auto", "tools", "text"):
-        raise ValueError(f"chat_format must be auto, tools or text, got {args.chat_format!r}")
+        raise RecipeError(f"chat_format must be auto, tools or text, got {args.chat_format!r}")
     if not 0 <= args.rename_schema <= 1:
         raise RecipeError(f"rename_schema must be a share in [0, 1], got {args.rename_schema}")
     chat_format = args.chat_format
@@ -244,7 +245,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
                             progress=state.is_main_process)
     examples = _take(examples, args, training_args.seed)
     if not examples:
-        raise ValueError("no SFT examples: the training sessions are empty")
+        raise InputError("no SFT examples: the training sessions are empty")
     if args.rename_schema:
         examples = _renamed(examples, train, args.rename_schema, training_args.seed)
     dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
@@ -343,7 +344,7 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
     from training.data import grpo_rows, split_sessions
 
     if args.mode not in ("multi_turn", "single_turn"):
-        raise ValueError(f"mode must be multi_turn or single_turn, got {args.mode!r}")
+        raise RecipeError(f"mode must be multi_turn or single_turn, got {args.mode!r}")
     multi = args.mode == "multi_turn"
     funcs, training_args.reward_weights = resolve_rewards(  # fail before any work
         args.reward_specs(), multi_turn=multi, recipe_weights=training_args.reward_weights)
@@ -351,7 +352,7 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
     rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout),
                  args, training_args.seed)
     if not rows:
-        raise ValueError("no GRPO rows: the training sessions are empty")
+        raise InputError("no GRPO rows: the training sessions are empty")
     dataset = Dataset.from_list(rows)
     factory = None
     if multi:

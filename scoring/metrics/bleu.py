@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from scoring.metrics._records import split_scored
 from graphs.cypher_syntax import KEYWORDS, is_keyword, plain_name, tokenize
+from graphs.errors import InputError
 
 __all__ = ["cypher_tokens", "sentence_gleu", "corpus_gleu", "gleu_records"]
 
@@ -86,7 +87,7 @@ def corpus_gleu(preds: Sequence[str | None], golds: Sequence[str], *, max_n: int
                 tokenizer: Callable | None = None) -> float | None:
     """Corpus GLEU: matches and totals summed over the pairs (None for no pairs)."""
     if len(preds) != len(golds):
-        raise ValueError("preds and golds must have the same length")
+        raise InputError("preds and golds must have the same length")
     if not preds:
         return None
     m = pt = gt = 0

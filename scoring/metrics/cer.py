@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
+from graphs.errors import InputError
 from scoring.metrics._records import by_session, is_chain_dependent, is_scored, turn_position
 
 __all__ = ["conditional_error_rate", "cer"]
@@ -25,7 +26,7 @@ def conditional_error_rate(records: Iterable[Mapping[str, Any]], *, condition_on
     """{"cer", "conditioned", "errors", "by_position": {pos: {"cer", "conditioned", "errors"}},
     "excluded_turns"}."""
     if condition_on not in ("previous", "depends_on"):
-        raise ValueError("condition_on must be 'previous' or 'depends_on'")
+        raise InputError("condition_on must be 'previous' or 'depends_on'")
     conditioned: dict[int, int] = defaultdict(int)
     errors: dict[int, int] = defaultdict(int)
     excluded = 0

@@ -28,6 +28,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from graphs.cypher_syntax import CypherParseError, find_top, final_return
+from graphs.errors import InputError
 
 __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
 
@@ -111,7 +112,7 @@ def canonical_row(row: Sequence[Any], order: Sequence[int]) -> tuple:
 def _check(columns: Sequence[str], rows: Sequence[Sequence[Any]], what: str) -> None:
     for n, row in enumerate(rows):
         if len(row) != len(columns):
-            raise ValueError(f"{what} row {n} has {len(row)} values for {len(columns)} columns")
+            raise InputError(f"{what} row {n} has {len(row)} values for {len(columns)} columns")
 
 
 def ex_strict(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]], pred_columns: Sequence[str],
@@ -119,7 +120,7 @@ def ex_strict(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]], p
     """1 when the predicted result set equals the gold one (module docstring), else 0.
 
     ``ordered`` is ``is_ordered(gold_cypher)``: rows are then compared as lists, otherwise as
-    multisets. Raises ValueError only for malformed input (a row whose length is not the number of
+    multisets. Raises InputError (a ValueError) only for malformed input (a row whose length is not the number of
     columns).
     """
     _check(gold_columns, gold_rows, "gold")

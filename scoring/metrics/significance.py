@@ -25,6 +25,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from graphs.errors import InputError
 from scoring.metrics._records import by_session, is_scored, split_scored
 from scoring.metrics.sem import session_exact_match
 
@@ -89,7 +90,7 @@ def paired_bootstrap(records_a: Iterable[Mapping[str, Any]], records_b: Iterable
                      metric: str = "ex", *, resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95,
                      seed: int | None = 0) -> dict:
     """{"delta" (A - B), "low", "high", "p_value", "significant", "mean_a", "mean_b", "sessions",
-    "turns", "resamples", "seed"}. Raises ValueError when the runs share no scored turn."""
+    "turns", "resamples", "seed"}. Raises InputError (a ValueError) when the runs share no scored turn."""
     from scipy.stats import bootstrap
 
     a_scored, _ = split_scored(records_a)
@@ -106,7 +107,7 @@ def paired_bootstrap(records_a: Iterable[Mapping[str, Any]], records_b: Iterable
         acc[1] += float(other[metric])
         acc[2] += 1
     if not sessions:
-        raise ValueError("the two runs share no scored turn: a paired test needs the same sessions")
+        raise InputError("the two runs share no scored turn: a paired test needs the same sessions")
     arr = np.array(list(sessions.values()))
     sa, sb, c = arr[:, 0], arr[:, 1], arr[:, 2]
     mean_a, mean_b = float(sa.sum() / c.sum()), float(sb.sum() / c.sum())
