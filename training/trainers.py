@@ -251,7 +251,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
     model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
                                                       args.lora_layers)
-    info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples))
+    info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples),
+                 rename_schema=args.rename_schema)
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config,
                          callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
