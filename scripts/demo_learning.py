@@ -249,8 +249,8 @@ def _plot(out: Path, sft: Path, grpo: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sft_log = json.loads((sft / "log_history.json").read_text())
-    grpo_log = json.loads((grpo / "log_history.json").read_text()) if (grpo / "log_history.json").is_file() else []
+    sft_log = _log_history(sft) or []
+    grpo_log = _log_history(grpo) or []
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     steps = [h["step"] for h in sft_log if "loss" in h]
     axes[0].plot(steps, [float(h["loss"]) for h in sft_log if "loss" in h], marker=".")
@@ -273,11 +273,17 @@ def _plot(out: Path, sft: Path, grpo: Path) -> Path:
     return path
 
 
+def _log_history(checkpoint: Path) -> list[dict] | None:
+    """Every logged step of a finished training stage (transformers' trainer_state.json), or None."""
+    state = checkpoint / "trainer_state.json"
+    return json.loads(state.read_text())["log_history"] if state.is_file() else None
+
+
 def _train_figures(checkpoint: Path) -> dict | None:
     """Examples, optimizer steps, wall time and seconds per example of a training stage."""
-    if not (checkpoint / "log_history.json").is_file():
+    log = _log_history(checkpoint)
+    if log is None:
         return None
-    log = json.loads((checkpoint / "log_history.json").read_text())
     marker = json.loads((checkpoint / "cypherturn.json").read_text())
     end = next((h for h in reversed(log) if "train_runtime" in h), {})
     losses = [float(h["loss"]) for h in log if "loss" in h]
@@ -344,7 +350,7 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
     if "timings_s" in results:
         lines += ["", "Wall time by stage (this machine): " + ", ".join(
             f"{k} {v / 60:.1f} min" for k, v in results["timings_s"].items())]
-    if (sft / "log_history.json").is_file():
+    if _log_history(sft) is not None:
         lines += ["", f"Training curves: `{_plot(out, sft, grpo).name}`"]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")

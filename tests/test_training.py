@@ -72,7 +72,7 @@ def test_sft_writes_an_adapter_checkpoint_that_evaluate_scores(sft_checkpoint, t
     assert marker["formats"] == ["guided_tools", "paper"] and isinstance(marker["heldout_sessions"], list)
     (digest,) = _digests(out)
     assert digest["before"] != digest["after"]  # LoRA weights moved
-    history = json.loads((out / "log_history.json").read_text())
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("loss" in h for h in history)
     summary, meta = _evaluate(out, tmp_path)
     assert meta["chat_format"] == "tools" and summary["turns_scored"] > 0 and summary["infra_errors"] == 0
@@ -101,7 +101,7 @@ def test_sft_resumes_from_its_last_checkpoint(tmp_path):
     assert json.loads((out / "checkpoint-1" / "adapter_config.json").read_text())["base_model_name_or_path"] == "tiny-llama"
     proc = _run(common + ["--max_steps", "2"], tmp_path)
     assert json.loads((out / "cypherturn.json").read_text())["global_step"] == 2
-    losses = [h["step"] for h in json.loads((out / "log_history.json").read_text()) if "loss" in h]
+    losses = [h["step"] for h in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in h]
     assert losses == [1, 2]  # step 1 came from checkpoint-1's state, step 2 was trained now
     assert f"resuming from {out / 'checkpoint-1'}" in proc.stdout
 
@@ -113,7 +113,7 @@ def test_grpo_multi_turn_calls_the_plugin_reward_and_logs_what_it_returned(tmp_p
     calls = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
     values = [v for c in calls for v in c["values"]]
     assert len(values) == 2  # one step: 1 prompt x 2 generations
-    history = json.loads((out / "log_history.json").read_text())
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     step = next(h for h in history if "rewards/length_reward/mean" in h)
     assert step["rewards/length_reward/mean"] == pytest.approx(sum(values) / len(values))
     assert "rewards/env_reward/mean" in step and 0.0 <= step["rewards/env_reward/mean"] <= 1.0
@@ -131,7 +131,7 @@ def test_grpo_single_turn_continues_the_sft_adapter_and_writes_an_evaluable_chec
     # GRPO trained the SFT adapter further; the checkpoint still names the original base
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "tiny-llama"
     assert json.loads((out / "cypherturn.json").read_text())["base_model"] == "tiny-llama"
-    history = json.loads((out / "log_history.json").read_text())
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     step = next(h for h in history if "reward" in h)
     for name in ("format_reward", "answer_reward", "key_value_reward", "triple_reward", "execution_reward"):
         assert f"rewards/{name}/mean" in step, name

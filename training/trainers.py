@@ -15,7 +15,8 @@ loads as it is:
   training (how a multi-process run shows that every rank holds the same model).
 
 Intermediate ``checkpoint-N`` directories get the same marker and base fix, so each is evaluable too,
-and ``resume_from_checkpoint: true`` (or ``auto``) continues from the last one.
+and ``resume_from_checkpoint: auto`` continues from the last one (``true``: transformers' own, which needs one).
+``trainer_state.json`` (``Trainer.save_state``) holds every logged step.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def _take(items: list, args: CypherTurnDataArguments, seed: int) -> list:
 
 # -- models -----------------------------------------------------------------------------------------------
 def _dtype(model_args) -> Any:
+    """TRL's rule (``auto`` passes through, a name becomes the torch dtype), except on a CPU-only machine,
+    where ``auto`` would keep a bf16 checkpoint's bf16 weights and AdamW on them loses the small updates:
+    float32 weights there, and ``bf16: true`` for bf16 autocast."""
     import torch
 
     dtype = getattr(model_args, "dtype", None)
@@ -185,15 +189,17 @@ class ParameterDigestCallback(TrainerCallback):
 
 
 def _resume(training_args) -> str | bool | None:
-    """``resume_from_checkpoint``: a path, or true/auto/last for the newest checkpoint in output_dir (a
-    fresh start when there is none)."""
+    """``resume_from_checkpoint`` as ``Trainer.train`` takes it (a path; ``true``: the newest checkpoint in
+    output_dir, an error when there is none), plus ``auto``: the newest checkpoint, or a fresh start when
+    there is none. transformers has no such setting, and a resumable stage (scripts/demo_learning.py) must
+    also run the first time."""
     from transformers.trainer_utils import get_last_checkpoint
 
     value = training_args.resume_from_checkpoint
-    if value in (True, "true", "True", "auto", "last"):
+    if value == "auto":
         out = Path(training_args.output_dir)
         return get_last_checkpoint(str(out)) if out.is_dir() else None
-    return value or None
+    return True if value in (True, "true", "True") else value or None
 
 
 def _train_and_save(trainer, training_args, info: dict[str, Any]) -> Path:
@@ -206,8 +212,10 @@ def _train_and_save(trainer, training_args, info: dict[str, Any]) -> Path:
     if trainer.accelerator.is_main_process:
         info = {**info, "global_step": trainer.state.global_step}
         finalize_checkpoint(out, info)
-        # every logged step (loss, rewards/<name>/mean, ...), whatever the reporters: what the curves are drawn from
-        (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1) + "\n")
+    # transformers' own record of the run, log_history included (every logged step: loss, rewards/<name>/mean,
+    # ...), whatever the reporters: what the curves are drawn from
+    trainer.save_state()
+    if trainer.accelerator.is_main_process:
         trainer.accelerator.print(f"checkpoint written to {out}: evaluate it with "
                                   f"python -m envs.evaluate --model {out}")
     return out
