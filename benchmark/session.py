@@ -42,9 +42,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from graphs.errors import InputError
+
+T = TypeVar("T")
 
 OPENING = "OPENING"  # turn 1's label; not one of the 13 phenomena
 
@@ -199,6 +201,17 @@ class Session:
     def from_dict(cls, raw: dict) -> "Session":
         return cls(id=raw["id"], world=raw["world"], persona=raw["persona"],
                    turns=[Turn(**t) for t in raw["turns"]])
+
+
+def worlds_interleaved(items: Iterable[T], world: Callable[[T], str] = lambda s: s.world) -> list[T]:
+    """``items`` with the worlds taken in turn (each world's first item, then each world's second, ...; worlds
+    in order of first appearance), so that the first N of a build, which lists its worlds one after the
+    other, cover every world instead of one."""
+    by_world: dict[str, list[T]] = {}
+    for item in items:
+        by_world.setdefault(world(item), []).append(item)
+    return [group[i] for i in range(max(map(len, by_world.values()), default=0))
+            for group in by_world.values() if i < len(group)]
 
 
 def write_sessions(path: str | Path, sessions: Iterable[Session]) -> None:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from benchmark.session import worlds_interleaved
 from envs.backends import BackendError, GenerationSettings, make_backend
 from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, load_dataset
 from envs.oracle import OracleAgent
@@ -50,7 +51,8 @@ class EvaluationConfig:
     ``model``: a checkpoint directory or hub id, ``oracle`` (replays the gold) or ``smollm2-135m``;
     ``backend``: hf, vllm or openai; ``protocol``: guided or agentic; ``budget``: the agentic budget
     multiplier; ``variant``: an agentic prompt variant; ``dataset``: a build directory (default: the
-    default test build); ``limit``: the first N sessions only; ``concurrency``: sessions played at once;
+    default test build); ``limit``: N sessions only, the worlds taken in turn (each world's first session, then
+    each world's second, ...); ``concurrency``: sessions played at once;
     ``temperature``, ``top_p``, ``max_new_tokens`` (default 512, 64 for smollm2-135m), ``seed``: the
     generation settings; ``device``, ``batch_size``, ``no_prefix_cache``, ``dtype``: the hf backend's; ``chat_format``:
     auto, text or tools; ``user_sim``: ``rule`` or ``openai:BASE_URL:MODEL``; ``api_base``,
@@ -213,8 +215,8 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
 
     dataset_dir = Path(args.dataset) if args.dataset else default_benchmark(args.quiet)
     sessions = load_dataset(dataset_dir)
-    if args.limit:
-        sessions = sessions[:args.limit]
+    if args.limit:  # worlds in turn: the first sessions of a build are all one world's
+        sessions = worlds_interleaved(sessions)[:args.limit]
     out = Path(args.out or f"runs/{Path(args.model.rstrip('/')).name}-{args.protocol}")
     out.mkdir(parents=True, exist_ok=True)
     settings = GenerationSettings(args.temperature, args.top_p, args.max_new_tokens or _default_max_new_tokens(args.model),
@@ -425,7 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=_POSITIVE, default=EvaluationConfig.budget, help="agentic budget multiplier m (B = T x m), any positive integer")
     p.add_argument("--variant", choices=VARIANTS[1:])
     p.add_argument("--dataset", help="a build directory (default: the default test build, built on demand)")
-    p.add_argument("--limit", type=_POSITIVE, help="only the first N sessions (N >= 1)")
+    p.add_argument("--limit", type=_POSITIVE, help="only N sessions (N >= 1), the worlds taken in turn: each world's first "
+                   "session, then each world's second, ...")
     p.add_argument("--concurrency", type=_POSITIVE, default=EvaluationConfig.concurrency, help="sessions played at once")
     p.add_argument("--temperature", type=_bounded(float, 0.0, 100.0), default=EvaluationConfig.temperature)
     p.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, low_open=True), default=EvaluationConfig.top_p)

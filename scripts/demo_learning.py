@@ -89,13 +89,10 @@ def stage_data(args, out: Path) -> tuple[Path, Path]:
 
 
 def interleaved(lines: list[str]) -> list[str]:
-    """Session lines with the worlds interleaved (each world's first session, then each world's second, ...),
-    so that the first N sessions of a split cover every world."""
-    by_world: dict[str, list[str]] = {}
-    for line in lines:
-        by_world.setdefault(json.loads(line)["world"], []).append(line)
-    return [group[i] for i in range(max(map(len, by_world.values()), default=0))
-            for group in by_world.values() if i < len(group)]
+    """Session lines with the worlds interleaved (``benchmark.session.worlds_interleaved``)."""
+    from benchmark.session import worlds_interleaved
+
+    return worlds_interleaved(lines, lambda line: json.loads(line)["world"])
 
 
 def write_split(lines: list[str], target: Path) -> Path:

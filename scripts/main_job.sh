@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: install into .venv, start the local Neo4j and load the worlds, then score the default model
-# on the first sessions of the benchmark in the guided protocol, and print the report: the LoRA adapter that
+# on a few sessions of the benchmark (the worlds taken in turn) in the guided protocol, and print the report: the LoRA adapter that
 # scripts/demo_learning.py --ship wrote to models/smollm2-135m-cypherturn when there is one, else the offline
 # SmolLM2-135M-Instruct base. Needs Python 3.11+, Java 17+ and Maven; runs offline on CPU.
 #   LIMIT=N          sessions to score (default 3)

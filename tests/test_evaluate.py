@@ -128,6 +128,19 @@ def test_report_command_writes_leaderboard_and_figures(dataset, tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
 
 
+def test_limit_takes_the_worlds_in_turn(dataset, tmp_path):
+    from benchmark.session import read_sessions, worlds_interleaved
+    from envs.evaluate import EvaluationConfig, run
+
+    sessions = list(read_sessions(dataset))
+    assert len({s.world for s in sessions[:3]}) < 3  # a build lists its worlds one after the other
+    run(EvaluationConfig("oracle", dataset=str(dataset), limit=3, out=str(tmp_path), quiet=True))
+    played = {json.loads(line)["session_id"] for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()}
+    chosen = worlds_interleaved(sessions)[:3]
+    assert played == {s.id for s in chosen} and len({s.world for s in chosen}) == 3
+    assert worlds_interleaved(["a1", "a2", "a3", "b1", "c1", "c2"], lambda x: x[0]) == ["a1", "b1", "c1", "a2", "c2", "a3"]
+
+
 def test_the_python_api_takes_an_evaluation_config_like_the_command_line(dataset, tmp_path):
     from envs.evaluate import EvaluationConfig, EvaluationConfigError, build_parser, run
 
