@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from benchmark.builder import BuildUnavailable, WorldBuilder, persona_plan, session_rng, turn_count
+from benchmark.world_builder import BuildUnavailable, WorldBuilder, persona_plan, session_rng, turn_count
 from benchmark.session import Session, write_sessions
 from graphs import connections
 from graphs.executor import SafeExecutor
@@ -158,8 +158,9 @@ def write_build(out: str | Path, split: str, seed: int, sessions: list[Session],
 
 
 # the files that decide a build's content; a change to any of them makes a new default build
-_CONTENT_FILES = ("benchmark/build.py", "benchmark/builder.py", "benchmark/chain.py", "benchmark/lexicon.py",
-                  "benchmark/templates.py", "benchmark/session.py", "graphs/spec.py", "graphs/generator.py")
+_CONTENT_FILES = ("benchmark/build.py", "benchmark/world_builder.py", "benchmark/chain.py", "benchmark/lexicon.py",
+                  "benchmark/templates.py", "benchmark/wordings.py", "benchmark/wordings.yaml", "benchmark/session.py",
+                  "graphs/cypher_syntax.py", "graphs/spec.py", "graphs/generator.py")
 
 
 def _code_version() -> str:

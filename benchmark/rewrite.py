@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
 from benchmark.openai_chat import ChatError, OpenAIChat
-from benchmark.templates import CYPHER_KEYWORDS  # the leak check's list: a keyword in capitals leaks query text
+from graphs.cypher_syntax import VOCABULARY  # the leak check's words: one in capitals leaks query text
 from graphs.errors import CypherTurnError
 
 MAX_LENGTH_RATIO = 3  # a rewrite longer than this many times the template has wandered off
@@ -163,7 +163,7 @@ def check_rewrite(original: str, rewritten: Any, keep: list[str]) -> str | None:
         return "lost_value"
     # a keyword the template itself did not contain means query text leaked into the request
     original_tokens = set(_UPPER_TOKEN.findall(original))
-    if any(tok in CYPHER_KEYWORDS and tok not in original_tokens for tok in _UPPER_TOKEN.findall(text)):
+    if any(tok in VOCABULARY and tok not in original_tokens for tok in _UPPER_TOKEN.findall(text)):
         return "cypher_keyword"
     return None
 

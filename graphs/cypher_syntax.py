@@ -60,7 +60,7 @@ __all__ = [
     "name_of", "plain_name", "decode_string",
     "is_keyword", "follows_as", "KEYWORDS", "CALLABLE_KEYWORDS", "CLAUSE_KEYWORDS", "CLAUSE_OPENERS",
     "WRITE_KEYWORDS", "ADMIN_KEYWORDS", "PREFIX_KEYWORDS", "AGGREGATE_FUNCTIONS", "SUBQUERY_EXPRESSIONS",
-    "TEMPORAL_FUNCTIONS", "WORD_OPERATORS",
+    "TEMPORAL_FUNCTIONS", "WORD_OPERATORS", "STATEMENT_WORDS", "VOCABULARY",
     "OPENING", "is_opening", "is_closing", "bracket_pairs", "Around", "enclosing_brackets", "nesting_depth", "group_end",
     "Clause", "parse", "top_level", "split_union", "split_clauses", "find_top", "final_return",
     "projection_is_aggregating",
@@ -97,6 +97,14 @@ SUBQUERY_EXPRESSIONS = frozenset({"EXISTS", "COUNT", "COLLECT"})  # KEYWORD { ..
 TEMPORAL_FUNCTIONS = frozenset({"date", "datetime", "localdatetime", "time", "localtime", "duration"})
 # Comparison operators spelled with words: first word -> the word that must follow it (None: none).
 WORD_OPERATORS = {"STARTS": "WITH", "ENDS": "WITH", "CONTAINS": None, "IN": None}
+# Words of write, import and schema statements that no rule above reads (MERGE ... ON CREATE, LOAD CSV,
+# CREATE INDEX / CONSTRAINT): listed so that VOCABULARY holds them.
+STATEMENT_WORDS = frozenset({"ON", "CSV", "INDEX", "CONSTRAINT"})
+# Every word above, upper-cased (keywords, aggregate and temporal function names): what a text that
+# must hold no query text is checked against (the benchmark's leak check on a user's utterance).
+VOCABULARY = frozenset(KEYWORDS | CALLABLE_KEYWORDS | CLAUSE_KEYWORDS | CLAUSE_OPENERS | WRITE_KEYWORDS
+                       | ADMIN_KEYWORDS | PREFIX_KEYWORDS | SUBQUERY_EXPRESSIONS | STATEMENT_WORDS
+                       | set(WORD_OPERATORS) | {w.upper() for w in AGGREGATE_FUNCTIONS | TEMPORAL_FUNCTIONS})
 
 # -- lexer ------------------------------------------------------------------------------------------
 

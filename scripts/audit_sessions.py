@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmark.builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
+from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.lexicon import Lexicon  # noqa: E402
 from benchmark.session import Session, read_sessions  # noqa: E402
 from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
@@ -63,7 +63,7 @@ def _words(text: str) -> list[str]:
 
 
 def is_round(value: str) -> bool:
-    """How a person says a threshold (the generator's own rule, benchmark.builder.is_round)."""
+    """How a person says a threshold (the generator's own rule, benchmark.world_builder.is_round)."""
     return builder_is_round(float(value))
 
 
@@ -404,7 +404,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
                     len(t.gold_cypher.split("\n")) - len(head) <= 2
     n_sym_changed = n_sym_directed = 0
     if executor_for is not None:
-        from benchmark.builder import canonical_rows
+        from benchmark.world_builder import canonical_rows
 
         for world, t in sym_pending:
             both = _both_ways(t.gold_cypher, sym[world])

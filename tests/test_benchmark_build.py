@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from benchmark.build import build, default_dataset
-from benchmark.builder import canonical_rows
+from benchmark.world_builder import canonical_rows
 from benchmark.chain import literal
 from benchmark.session import CHAIN_MODES, PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, read_sessions
 from benchmark.templates import leaks

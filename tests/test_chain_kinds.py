@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 from benchmark import chain
-from benchmark.builder import is_year
+from benchmark.world_builder import is_year
 
 
 def _reefs():
@@ -128,7 +128,7 @@ def test_count_like_properties_read_as_a_number_of_in_aggregates():
     """"the highest years of training" is not English: a whole-number property whose head noun is a
     plural ("years" of "years of training", "vessels") is said "number of ..."; a singular head is not
     ("year of death"), nor a phrase that already says it ("number of seals")."""
-    from benchmark.builder import WorldBuilder
+    from benchmark.world_builder import WorldBuilder
     from graphs.spec import get_spec
 
     archive = WorldBuilder(get_spec("arcane_archive"), executor=None)

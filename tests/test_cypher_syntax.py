@@ -101,3 +101,15 @@ def test_names_and_strings():
     assert plain_name(Token("quoted", "`Movie")) is None  # unterminated
     assert decode_string("'it\\'s'") == "it's" and decode_string('"a\\nb"') == "a\nb"
     assert decode_string("'\\u00e9'") == "é" and decode_string("'open") == "open"
+
+
+def test_the_vocabulary_holds_every_word_of_every_set_upper_cased():
+    """VOCABULARY is Cypher's one word list (the benchmark's leak check reads it; it had its own)."""
+    from graphs import cypher_syntax as cs
+    sets = [cs.KEYWORDS, cs.CALLABLE_KEYWORDS, cs.CLAUSE_KEYWORDS, cs.CLAUSE_OPENERS, cs.WRITE_KEYWORDS,
+            cs.ADMIN_KEYWORDS, cs.PREFIX_KEYWORDS, cs.SUBQUERY_EXPRESSIONS, cs.STATEMENT_WORDS,
+            set(cs.WORD_OPERATORS), cs.AGGREGATE_FUNCTIONS, cs.TEMPORAL_FUNCTIONS]
+    assert cs.VOCABULARY == {w.upper() for s in sets for w in s}
+    assert all(w == w.upper() for w in cs.VOCABULARY)
+    assert {"ON", "CSV", "INDEX", "CONSTRAINT", "SUM", "DATE", "MERGE", "SHOW"} <= cs.VOCABULARY
+    assert "order" not in cs.VOCABULARY and "PROVINCE" not in cs.VOCABULARY

@@ -19,6 +19,7 @@ from benchmark.templates import (AMBIGUOUS_FAMILIES, FAMILIES, FIGURE_FAMILIES, 
                                  LISTING_ONLY_REMARKS, OMITTED, PARAPHRASED, SLOTS, TemplateError, _CORES,
                                  _FIRST_TURN_ONLY, _LATER_TURNS_ONLY, _TOPIC_SHIFT_LEADS, _WRAPPERS, clarification,
                                  is_listing_family, leaks, opening_key, pool, render)
+from graphs.cypher_syntax import VOCABULARY
 from graphs.generator import generate
 from graphs.spec import all_specs
 
@@ -478,3 +479,21 @@ def test_the_one_leak_check_flags_every_identifier_the_builders_old_rule_did(spe
     for keyword in ("MATCH", "RETURN", "WHERE", "WITH", "ORDER", "LIMIT", "DISTINCT", "OPTIONAL", "UNWIND",
                     "CALL", "CREATE", "MERGE", "DETACH", "DELETE", "COUNT", "COLLECT"):
         assert keyword in leaks(f"then {keyword}(x) them", spec), keyword
+
+
+# the leak check's own keyword list before it read graphs.cypher_syntax.VOCABULARY (issue 21)
+_FORMER_LEAK_KEYWORDS = """
+    MATCH OPTIONAL RETURN WHERE WITH ORDER BY LIMIT SKIP COUNT DISTINCT UNWIND CALL YIELD CREATE MERGE
+    SET DELETE DETACH REMOVE FOREACH UNION ALL AS AND OR XOR NOT IN IS NULL CASE WHEN THEN ELSE END
+    ASC DESC ASCENDING DESCENDING COLLECT SUM AVG MIN MAX EXISTS STARTS ENDS CONTAINS ON LOAD CSV
+    INDEX CONSTRAINT
+""".split()
+
+
+def test_the_leak_check_flags_every_cypher_word_in_capitals_and_no_word_in_lower_case():
+    """Every word of Cypher's vocabulary (graphs.cypher_syntax owns it), and every word the leak check's
+    former own list held, is flagged in capitals; the same word in lower case is plain English."""
+    assert set(_FORMER_LEAK_KEYWORDS) <= VOCABULARY
+    for word in sorted(VOCABULARY):
+        assert leaks(f"then {word} them") == [word], word
+        assert leaks(f"then {word.lower()} them") == [], word

@@ -1,4 +1,4 @@
-"""The session builder: samples sessions on a world, turn by turn, and keeps only verified turns.
+"""Building sessions on one world (``WorldBuilder``): samples them turn by turn and keeps only verified turns.
 
 For each turn it picks a phenomenon that the active entity set allows, makes the choices the chain
 mode needs from the set's real members (a relationship, a property, a value that splits the set),
