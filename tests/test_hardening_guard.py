@@ -12,7 +12,8 @@ import pytest
 
 from benchmark.session import Session, Turn
 from graphs import executor as executor_module
-from graphs.cypher_guard import InvalidEscape, check_read_only, live_words, unescape
+from graphs.cypher_guard import check_read_only, live_words
+from graphs.cypher_syntax import InvalidEscape, unescape
 from graphs.executor import SafeExecutor, plan_refusal
 from graphs.lru import LRUCache
 
