@@ -76,7 +76,7 @@ from benchmark.session import Session
 from envs import prompts
 from envs.actions import Action, action_from_tool_call, tool_call_text
 from envs.env import PROTOCOLS, CypherTurnEnv, EnvConfig, env_config, load_dataset
-from graphs.errors import InfrastructureError, InputError, ResetNeeded  # noqa: F401 - InfrastructureError: public here
+from graphs.errors import InfrastructureError, InputError, ResetNeeded
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")
 TURN_OVER = ("[The turn is over: your answer for this question is recorded. Do not call more tools; "

@@ -13,9 +13,9 @@ import pytest
 
 from benchmark.build import build
 from benchmark.session import read_sessions
-from envs.trl_adapter import (LAST_ACTION, TOOL_NAMES, TURN_OVER, CypherTurnToolEnv, env_reward, make_env_factory,
-                              GOLD_COLUMNS, make_training_rows, training_dataset)
-from training.data import FINAL_MESSAGE, env_tools, oracle_tool_conversation, tool_schemas
+from envs.trl_adapter import (LAST_ACTION, TOOL_NAMES, TURN_OVER, CypherTurnToolEnv, env_reward, env_tools,
+                              make_env_factory, GOLD_COLUMNS, make_training_rows, tool_schemas, training_dataset)
+from training.data import FINAL_MESSAGE, oracle_tool_conversation
 
 pytestmark = pytest.mark.neo4j
 

@@ -10,7 +10,7 @@
 ``oracle_tool_conversation`` plays one training row with the oracle through the TRL adapter itself,
 so every tool result in the conversation is the real one from Neo4j; the conversation is in the
 ``messages`` format of ``tokenizer.apply_chat_template`` (assistant ``tool_calls``, ``tool`` messages),
-ready for SFT with the same tool schemas GRPO shows (``tool_schemas`` / ``env_tools``).
+ready for SFT with the same tool schemas GRPO shows (``envs.trl_adapter.tool_schemas`` / ``env_tools``).
 
 The oracle reads the gold from the sessions it is given, never from the environment: guided,
 EXECUTE_CYPHER then SUBMIT_ANSWER of the gold (``verify=False``: SUBMIT only); agentic,
@@ -23,7 +23,7 @@ import json
 from typing import Any, Iterable
 
 from benchmark.session import Session
-from envs.trl_adapter import CypherTurnToolEnv, env_tools, make_training_rows, tool_schemas  # noqa: F401 (re-exported)
+from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
 from graphs.errors import InvariantError
 from training.config import RecipeError
 
