@@ -27,7 +27,7 @@ from pathlib import Path
 from envs.backends import BackendError, GenerationSettings, make_backend
 from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, load_dataset
 from envs.oracle import OracleAgent
-from envs.runner import play_episode, run_sessions
+from envs.runner import run_sessions
 from graphs.errors import InputError
 from scoring.records import append_records, read_records
 
@@ -147,13 +147,6 @@ class LLMAgent:
             self.model_seconds += time.perf_counter() - t0
         self.messages.append({"role": "assistant", "content": text})
         return text
-
-
-def play_session(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:
-    """One session's records; a backend failure, or a Neo4j outage outlasting the retries of reset,
-    marks the unplayed turns as infrastructure errors (never a traceback, never a model error). The one
-    episode loop, ``envs.runner.play_episode``."""
-    return play_episode(env, agent, session_id)
 
 
 def _code_version() -> str:

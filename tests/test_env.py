@@ -10,7 +10,7 @@ import envs  # noqa: F401 - registers the ids
 from benchmark.build import build
 from benchmark.session import read_sessions
 from envs.env import CypherTurnEnv
-from envs.oracle import OracleAgent, run_oracle_episode
+from envs.oracle import OracleAgent
 from envs.prompts import DEPENDENCY_HINT, GUIDED_CAP, HISTORY_ROWS
 from envs.simulator import GUIDED_DISCOURAGE
 
@@ -90,12 +90,14 @@ def test_action_observation_is_the_actions_own_result_even_when_the_turn_ends(sm
 
 
 def test_oracle_scores_one_on_every_turn_of_both_protocols(small):
+    from envs.runner import play_episode
+
     _, sessions = small
     for protocol in ("guided", "agentic"):
         env = _env(small, protocol=protocol, budget_multiplier=3)
         agent = OracleAgent(sessions, protocol)
         for s in sessions:
-            records = run_oracle_episode(env, s.id, agent)
+            records = play_episode(env, agent, s.id)
             assert len(records) == len(s.turns)
             assert all(r["ex"] == 1 and not r["cliff"] for r in records), (protocol, s.id)
 
