@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from envs.backends import BackendError, GenerationSettings, make_backend
-from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, load_dataset
+from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, EnvConfig, load_dataset
 from envs.oracle import OracleAgent
 from envs.runner import run_sessions
 from graphs.errors import InputError
@@ -241,15 +241,15 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
         meta.update(device=getattr(backend, "device", None), batch_size=getattr(backend, "batch_size", None),
                     prefix_cache=getattr(backend, "prefix_cache", None) is not None)
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
-    sim_backend = _user_sim(args.user_sim)
+    env_settings = EnvConfig(protocol=args.protocol, budget_multiplier=args.budget, variant=args.variant,
+                             user_simulator_backend=_user_sim(args.user_sim))
     lock = threading.Lock()
     envs: list[CypherTurnEnv] = []
     agents: list = []
     turns_played = sessions_played = 0
 
     def make_env() -> CypherTurnEnv:  # one per worker thread (run_sessions)
-        env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget, variant=args.variant,
-                            user_simulator_backend=sim_backend)
+        env = CypherTurnEnv(config=env_settings, sessions=sessions)
         with lock:
             envs.append(env)
         return env
