@@ -41,10 +41,9 @@ from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
 from envs.actions import (ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, action_text, check_action,
                           loads_bounded, parse_action)
-from scoring.judge import JudgeLimits
+from scoring.judge import shared_judge
 from scoring.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
-from graphs.executor import SafeExecutor
 from graphs.schema import introspect
 from graphs.search import SearchError, SearchUnavailable, search_values
 from graphs.errors import InfrastructureError, InputError, ResetNeeded
@@ -177,7 +176,11 @@ class CypherTurnEnv(gym.Env):
     ``CypherTurnEnv(config=EnvConfig(...), dataset=... | sessions=...)``: every setting is a field of
     ``config`` (default ``EnvConfig()``), read from there. ``dataset``: a build directory or
     sessions.jsonl (None: the default test build); ``sessions``: the sessions themselves (they win over
-    ``dataset``)."""
+    ``dataset``).
+
+    Queries run on the judge's executor of the session's world (``scoring.judge.shared_judge`` for the
+    config's timeout): what the agent's EXECUTE_CYPHER sees (row cap, timeout, size caps, retries) is
+    what the judge scores, so a submitted query's result is reused as it stands."""
 
     metadata = {"render_modes": list(RENDER_MODES)}
 
@@ -186,6 +189,7 @@ class CypherTurnEnv(gym.Env):
         self.config = env_config(config)
         self.sessions = sessions if sessions is not None else load_dataset(dataset)
         self._by_id = {s.id: s for s in self.sessions}
+        self._judge = shared_judge(timeout=self.config.timeout)
         self.action_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.observation_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.session: Session | None = None
@@ -207,8 +211,8 @@ class CypherTurnEnv(gym.Env):
             self.session = self.sessions[int(self.np_random.integers(len(self.sessions)))]
         s = self.session
         protocol, m = self.config.protocol, self.config.budget_multiplier
-        self.executor = SafeExecutor(s.world, timeout=self.config.timeout, max_rows=JudgeLimits.max_rows)
         self.schema = _introspect(s.world)
+        self.executor = self._judge.executor(s.world)
         self.simulator = UserSimulator(self.schema.terms(), self.config.user_simulator_backend)
         self.turn_index = 0
         self.records: list[TurnRecord] = []
@@ -375,17 +379,12 @@ class CypherTurnEnv(gym.Env):
 
     # -- scoring --------------------------------------------------------------------------------------
     def _finish_turn(self, prediction: str | None, submitted: bool) -> TurnRecord:
-        from scoring.judge import shared_judge
-
         turn = self.turn
+        # the query the agent just ran and now submits: its result stands (it ran on the judge's executor)
+        ran = self.last_result if prediction is not None and prediction == self.last_execute else None
         # the one judge (the scorer's and the execution rewards' rules), against the stored gold result
-        judge = shared_judge(timeout=self.config.timeout)
-        # the query the agent just ran and now submits: its result stands (same world, same limits)
-        ran = (self.last_result if prediction is not None and prediction == self.last_execute
-               and judge.limits.max_rows == self.executor.limits.max_rows
-               and judge.limits.timeout == self.executor.limits.timeout else None)
-        v = judge.judge(self.session.world, turn.gold_cypher, prediction, gold_columns=turn.gold_columns,
-                        gold_rows=turn.gold_rows, pred_result=ran)
+        v = self._judge.judge(self.session.world, turn.gold_cypher, prediction, gold_columns=turn.gold_columns,
+                              gold_rows=turn.gold_rows, pred_result=ran)
         self.db_ms += v.db_ms
         record = self._record(turn, prediction, v.ex, v.ex_relaxed, submitted=submitted, cliff=False,
                               infra_error=v.infra_error)

@@ -378,3 +378,26 @@ def test_env_config_is_validated_and_shared_by_both_env_classes(small):
     assert tool_env._env.config == config  # a row without a protocol plays the config's
     tool_env.reset(session=sid, turn=0, protocol="agentic")
 
+
+def test_the_agent_and_the_judge_share_one_executor_per_world(small):
+    """The environment runs the agent's queries on the judge's executor of the world (one per world and
+    timeout), so a submitted query that the agent has just run is scored from that run, not run again."""
+    from scoring.judge import shared_judge
+
+    _, sessions = small
+    s = sessions[0]
+    env = _env(small, protocol="guided", timeout=30.0)
+    env.reset(options={"session_id": s.id})
+    judge = shared_judge(timeout=30.0)
+    assert env.executor is judge.executor(s.world)
+    assert env.executor.limits.max_rows == judge.limits.max_rows and env.executor.limits.timeout == 30.0
+    pred = "MATCH (n) RETURN count(n) AS n"  # not the gold's text: the judge would run it, unless it reuses the result
+    env.step(f"EXECUTE_CYPHER {pred}")
+    ran = []
+    original = judge.run_queries
+    judge.run_queries = lambda jobs: ran.append(list(jobs)) or original(jobs)
+    try:
+        _, _, _, _, info = env.step(f"SUBMIT_ANSWER {pred}")
+    finally:
+        del judge.run_queries
+    assert info["record"]["prediction"] == pred and ran == [[]]
