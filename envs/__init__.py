@@ -3,11 +3,13 @@
 - ``CypherTurn-Guided-v0``: the guided protocol (schema and gold history shown, 3 actions per turn);
 - ``CypherTurn-Agentic-v0``: the agentic protocol (schema withheld, shared budget B = T x m);
 - ``CypherTurn-AgenticPersistentSchema-v0``, ``CypherTurn-AgenticDisclosedHorizon-v0``,
-  ``CypherTurn-AgenticBudgetEncouraging-v0`` (run it at ``budget_multiplier=10``): the three
-  variants of the paper's sensitivity ablation.
+  ``CypherTurn-AgenticBudgetEncouraging-v0`` (at ``budget_multiplier=10``): the three variants of the
+  paper's sensitivity ablation.
 
-``gymnasium.make(id, dataset=DIR, budget_multiplier=3, ...)``; without ``dataset`` the default test
-build is used (built on demand and cached).
+``gymnasium.make(id, dataset=DIR)`` plays the id's settings (``ENV_IDS``: the ``EnvConfig`` fields it
+sets); other settings come as ``config=EnvConfig(...)`` of the id's protocol and variant
+(``envs.env.make_registered``). Without ``dataset`` the default test build is used (built on demand
+and cached).
 """
 
 from gymnasium.envs.registration import register
@@ -21,5 +23,5 @@ ENV_IDS = {
                                                "budget_multiplier": 10},
 }
 
-for _id, _kwargs in ENV_IDS.items():
-    register(id=_id, entry_point="envs.env:CypherTurnEnv", kwargs=_kwargs, disable_env_checker=True)
+for _id, _preset in ENV_IDS.items():
+    register(id=_id, entry_point="envs.env:make_registered", kwargs={"preset": _preset}, disable_env_checker=True)

@@ -41,10 +41,9 @@ from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
 from envs.actions import (ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, action_text, check_action,
                           loads_bounded, parse_action)
-from scoring.judge import JudgeLimits
+from scoring.judge import shared_judge
 from scoring.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
-from graphs.executor import SafeExecutor
 from graphs.schema import introspect
 from graphs.search import SearchError, SearchUnavailable, search_values
 from graphs.errors import InfrastructureError, InputError, ResetNeeded
@@ -148,48 +147,57 @@ class EnvConfig:
             raise InputError(f"render_mode must be None or one of {RENDER_MODES}, got {self.render_mode!r}")
 
 
-def env_config(config: EnvConfig | None, **loose: Any) -> EnvConfig:
-    """``config``, or one built from the loose keyword arguments that predate it (every env class still
-    takes them). Both at once is an InputError unless the loose ones are left at their defaults."""
+def env_config(config: EnvConfig | None) -> EnvConfig:
+    """``config`` (None: ``EnvConfig()``); anything else is an InputError, so a setting passed in its place
+    (``CypherTurnEnv(config="agentic")``) fails here rather than deep inside an episode."""
     if config is None:
-        return EnvConfig(**loose)
+        return EnvConfig()
     if not isinstance(config, EnvConfig):
         raise InputError(f"config must be an EnvConfig, got {type(config).__name__}")
-    defaults = EnvConfig()
-    changed = sorted(k for k, v in loose.items() if v != getattr(defaults, k))
-    if changed:
-        raise InputError(f"pass either config= or keyword arguments, not both (got config= and {', '.join(changed)})")
     return config
+
+
+def make_registered(*, preset: dict[str, Any], config: EnvConfig | None = None, dataset: str | Path | None = None,
+                    sessions: list[Session] | None = None) -> "CypherTurnEnv":
+    """The entry point of a registered id (``envs.ENV_IDS``; ``gymnasium.make`` passes its keyword
+    arguments): the id's ``preset`` (``EnvConfig`` fields), or ``config`` when that plays the id's
+    protocol and variant (a config that says otherwise is an InputError naming both)."""
+    fixed = EnvConfig(**preset)
+    config = fixed if config is None else env_config(config)
+    if (config.protocol, config.variant) != (fixed.protocol, fixed.variant):
+        raise InputError(f"this id plays protocol={fixed.protocol!r}, variant={fixed.variant!r}; config= says "
+                         f"protocol={config.protocol!r}, variant={config.variant!r}")
+    return CypherTurnEnv(config=config, dataset=dataset, sessions=sessions)
 
 
 class CypherTurnEnv(gym.Env):
     """One CypherTurn session per episode; text observations and text actions.
 
-    ``CypherTurnEnv(config=EnvConfig(...), dataset=... | sessions=...)``, or the config's fields as keyword
-    arguments (``CypherTurnEnv("agentic", budget_multiplier=5)``, as ``gymnasium.make`` passes them).
-    ``dataset``: a build directory or sessions.jsonl (None: the default test build); ``sessions``: the
-    sessions themselves (they win over ``dataset``)."""
+    ``CypherTurnEnv(config=EnvConfig(...), dataset=... | sessions=...)``: every setting is a field of
+    ``config`` (default ``EnvConfig()``), read from there. ``dataset``: a build directory or
+    sessions.jsonl (None: the default test build); ``sessions``: the sessions themselves (they win over
+    ``dataset``).
+
+    Queries run on the judge's executor of the session's world (``scoring.judge.shared_judge`` for the
+    config's timeout): what the agent's EXECUTE_CYPHER sees (row cap, timeout, size caps, retries) is
+    what the judge scores, so a submitted query's result is reused as it stands."""
 
     metadata = {"render_modes": list(RENDER_MODES)}
 
-    def __init__(self, protocol: str = "guided", dataset: str | Path | None = None, *, budget_multiplier: int = 3,
-                 variant: str | None = None, timeout: float = 120.0, sessions: list[Session] | None = None,
-                 user_simulator_backend=None, render_mode: str | None = None, config: EnvConfig | None = None):
-        self.config = config = env_config(config, protocol=protocol, budget_multiplier=budget_multiplier,
-                                          variant=variant, timeout=timeout,
-                                          user_simulator_backend=user_simulator_backend, render_mode=render_mode)
-        self.protocol = config.protocol
-        self.variant = config.variant
-        self.m = config.budget_multiplier
-        self.timeout = config.timeout
+    def __init__(self, *, config: EnvConfig | None = None, dataset: str | Path | None = None,
+                 sessions: list[Session] | None = None):
+        self.config = env_config(config)
         self.sessions = sessions if sessions is not None else load_dataset(dataset)
         self._by_id = {s.id: s for s in self.sessions}
-        self._backend = config.user_simulator_backend
-        self.render_mode = config.render_mode
+        self._judge = shared_judge(timeout=self.config.timeout)
         self.action_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.observation_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.session: Session | None = None
         self.db_ms = 0.0  # time inside Neo4j queries since construction (for the overhead benchmark)
+
+    @property
+    def render_mode(self) -> str | None:  # Gymnasium's attribute, read from the config
+        return self.config.render_mode
 
     # -- episode ------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -202,15 +210,16 @@ class CypherTurnEnv(gym.Env):
         else:
             self.session = self.sessions[int(self.np_random.integers(len(self.sessions)))]
         s = self.session
-        self.executor = SafeExecutor(s.world, timeout=self.timeout, max_rows=JudgeLimits.max_rows)
+        protocol, m = self.config.protocol, self.config.budget_multiplier
         self.schema = _introspect(s.world)
-        self.simulator = UserSimulator(self.schema.terms(), self._backend)
+        self.executor = self._judge.executor(s.world)
+        self.simulator = UserSimulator(self.schema.terms(), self.config.user_simulator_backend)
         self.turn_index = 0
         self.records: list[TurnRecord] = []
-        self.budget = len(s.turns) * self.m if self.protocol == "agentic" else None
+        self.budget = len(s.turns) * m if protocol == "agentic" else None
         self.agentic_history: list[str] = []
         self.schema_seen = False
-        self.transcript: list[str] = [f"Session {s.id} ({s.world}, persona {s.persona}, {self.protocol})"]
+        self.transcript: list[str] = [f"Session {s.id} ({s.world}, persona {s.persona}, {protocol})"]
         self._start_turn()
         start = options.get("start_turn", 0)
         if not isinstance(start, int) or isinstance(start, bool) or not 0 <= start < len(s.turns):
@@ -218,8 +227,8 @@ class CypherTurnEnv(gym.Env):
         for turn in s.turns[:start]:
             self._replay_gold(turn)
         if self.budget is not None:
-            self.budget = (len(s.turns) - start) * self.m  # the even share of the turns left
-        info = {"system_prompt": prompts.system_prompt(self.protocol, self.variant), "session_id": s.id,
+            self.budget = (len(s.turns) - start) * m  # the even share of the turns left
+        info = {"system_prompt": prompts.system_prompt(protocol, self.config.variant), "session_id": s.id,
                 "world": s.world, "turns": len(s.turns), "new_turn": True, "budget_left": self.budget,
                 "turn_index": start, "actions_in_turn": 0}
         return self._obs(self._turn_prompt()), info
@@ -228,7 +237,7 @@ class CypherTurnEnv(gym.Env):
         """An earlier turn taken as answered with its gold query in one action (``start_turn``): the agentic
         history holds that submission as if the agent had made it; no record is kept (it is not scored)."""
         self.transcript.append(f"--- turn {turn.index + 1} (replayed with its gold query) ---")
-        if self.protocol == "agentic":
+        if self.config.protocol == "agentic":
             self.agentic_history.append(f"Turn {turn.index + 1}\nUser: {turn.shown_utterance}\n"
                                         f"SUBMIT_ANSWER: {turn.gold_cypher}")
         self.turn_index += 1
@@ -246,16 +255,17 @@ class CypherTurnEnv(gym.Env):
         return self.session.turns[self.turn_index]
 
     def _turn_prompt(self) -> str:
-        s, i = self.session, self.turn_index
-        if self.protocol == "guided":
+        s, i, c = self.session, self.turn_index, self.config
+        if c.protocol == "guided":
             text = prompts.guided_turn_prompt(self.schema.to_text(), s.turns, i)
         else:
             horizon = None
-            if self.variant == "disclosed_horizon":
+            if c.variant == "disclosed_horizon":
                 remaining = len(s.turns) - i
-                horizon = {"turns": len(s.turns), "m": self.m, "budget": len(s.turns) * self.m, "left": self.budget,
+                m = c.budget_multiplier
+                horizon = {"turns": len(s.turns), "m": m, "budget": len(s.turns) * m, "left": self.budget,
                            "suggested": round(self.budget / remaining, 1)}
-            schema_text = self.schema.to_text() if self.variant == "persistent_schema" and self.schema_seen else None
+            schema_text = self.schema.to_text() if c.variant == "persistent_schema" and self.schema_seen else None
             text = prompts.agentic_turn_prompt(self.agentic_history, self.turn.shown_utterance, i,
                                                schema_text=schema_text, horizon=horizon)
         self.transcript.append(f"--- turn {i + 1} ---\nUser: {self.turn.shown_utterance}")
@@ -291,13 +301,13 @@ class CypherTurnEnv(gym.Env):
         self.outputs.append(raw)
         self.transcript.append(f"Observation: {observation}")
         action_observation = self._obs(observation)
-        turn_over = submitted is not None or (
-            self.protocol == "guided" and len(self.actions) >= prompts.GUIDED_CAP) or (
+        guided = self.config.protocol == "guided"
+        turn_over = submitted is not None or (guided and len(self.actions) >= prompts.GUIDED_CAP) or (
             self.budget is not None and self.budget <= 0)
         info: dict[str, Any] = {"new_turn": False, "budget_left": self.budget, "session_id": self.session.id,
                                 "turn_index": self.turn_index, "actions_in_turn": len(self.actions),
                                 "actions_left_in_turn": (prompts.GUIDED_CAP - len(self.actions)
-                                                         if self.protocol == "guided" else None),
+                                                         if guided else None),
                                 "action_observation": action_observation}
         if not turn_over:
             return action_observation, 0.0, False, False, info
@@ -337,7 +347,7 @@ class CypherTurnEnv(gym.Env):
             return self._search(parsed.argument), None
         if parsed.type == ASK:
             self.asks += 1
-            if self.protocol == "guided":
+            if self.config.protocol == "guided":
                 reply = (self.turn.ambiguity_info["clarification"] if self.turn.ambiguity_info else GUIDED_DISCOURAGE)
             else:
                 reply = self.simulator.reply(parsed.argument, self.turn, self.session.persona, self.asks).reply
@@ -369,22 +379,17 @@ class CypherTurnEnv(gym.Env):
 
     # -- scoring --------------------------------------------------------------------------------------
     def _finish_turn(self, prediction: str | None, submitted: bool) -> TurnRecord:
-        from scoring.judge import shared_judge
-
         turn = self.turn
+        # the query the agent just ran and now submits: its result stands (it ran on the judge's executor)
+        ran = self.last_result if prediction is not None and prediction == self.last_execute else None
         # the one judge (the scorer's and the execution rewards' rules), against the stored gold result
-        judge = shared_judge(timeout=self.timeout)
-        # the query the agent just ran and now submits: its result stands (same world, same limits)
-        ran = (self.last_result if prediction is not None and prediction == self.last_execute
-               and judge.limits.max_rows == self.executor.limits.max_rows
-               and judge.limits.timeout == self.executor.limits.timeout else None)
-        v = judge.judge(self.session.world, turn.gold_cypher, prediction, gold_columns=turn.gold_columns,
-                        gold_rows=turn.gold_rows, pred_result=ran)
+        v = self._judge.judge(self.session.world, turn.gold_cypher, prediction, gold_columns=turn.gold_columns,
+                              gold_rows=turn.gold_rows, pred_result=ran)
         self.db_ms += v.db_ms
         record = self._record(turn, prediction, v.ex, v.ex_relaxed, submitted=submitted, cliff=False,
                               infra_error=v.infra_error)
         self.records.append(record)
-        if self.protocol == "agentic":
+        if self.config.protocol == "agentic":
             entry = [f"Turn {turn.index + 1}\nUser: {turn.shown_utterance}"] + self.turn_history
             self.agentic_history.append("\n".join(entry))
         self.turn_index += 1
@@ -425,7 +430,7 @@ class CypherTurnEnv(gym.Env):
         s = self.session
         return TurnRecord(session_id=s.id, world=s.world, persona=s.persona, turn_index=turn.index,
                           phenomenon=turn.phenomenon, chain_mode=turn.chain_mode, depends_on=turn.depends_on,
-                          protocol=self.protocol, prediction=prediction, gold_cypher=turn.gold_cypher, ex=ex,
+                          protocol=self.config.protocol, prediction=prediction, gold_cypher=turn.gold_cypher, ex=ex,
                           ex_relaxed=exr, actions=list(self.actions), submitted=submitted,
                           budget_left=self.budget, cliff=cliff, infra_error=infra_error,
                           output_text="\n".join(self.outputs))

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from benchmark.session import worlds_interleaved
 from envs.backends import BackendError, GenerationSettings, make_backend
-from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, load_dataset
+from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, EnvConfig, load_dataset
 from envs.oracle import OracleAgent
-from envs.runner import play_episode, run_sessions
+from envs.runner import run_sessions
 from graphs.errors import InputError
 from scoring.records import append_records, read_records
 
@@ -151,13 +151,6 @@ class LLMAgent:
         return text
 
 
-def play_session(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:
-    """One session's records; a backend failure, or a Neo4j outage outlasting the retries of reset,
-    marks the unplayed turns as infrastructure errors (never a traceback, never a model error). The one
-    episode loop, ``envs.runner.play_episode``."""
-    return play_episode(env, agent, session_id)
-
-
 def _code_version() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -250,15 +243,15 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
         meta.update(device=getattr(backend, "device", None), batch_size=getattr(backend, "batch_size", None),
                     prefix_cache=getattr(backend, "prefix_cache", None) is not None)
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
-    sim_backend = _user_sim(args.user_sim)
+    env_settings = EnvConfig(protocol=args.protocol, budget_multiplier=args.budget, variant=args.variant,
+                             user_simulator_backend=_user_sim(args.user_sim))
     lock = threading.Lock()
     envs: list[CypherTurnEnv] = []
     agents: list = []
     turns_played = sessions_played = 0
 
     def make_env() -> CypherTurnEnv:  # one per worker thread (run_sessions)
-        env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=args.budget, variant=args.variant,
-                            user_simulator_backend=sim_backend)
+        env = CypherTurnEnv(config=env_settings, sessions=sessions)
         with lock:
             envs.append(env)
         return env

@@ -22,14 +22,3 @@ class OracleAgent:
             return "INSPECT_SCHEMA"
         return f"SUBMIT_ANSWER {gold}"
 
-
-def run_episode(env, session_id: str, agent) -> list[dict]:
-    """Play one session with any agent that has ``act(observation, info)``; returns its turn records.
-    The one episode loop, ``envs.runner.play_episode`` (this argument order is kept for callers)."""
-    from envs.runner import play_episode
-
-    return play_episode(env, agent, session_id)
-
-
-def run_oracle_episode(env, session_id: str, agent: OracleAgent) -> list[dict]:
-    return run_episode(env, session_id, agent)

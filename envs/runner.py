@@ -1,6 +1,7 @@
-"""Playing sessions: one episode loop (``play_episode``), used by the evaluator, the oracle and
-``run_sessions``, which plays many sessions at once: each worker thread runs its own environment and
-agent; all share one connection pool per world (graphs.connections) and the dataset in memory."""
+"""Playing sessions: the one episode loop (``play_episode``) and ``run_sessions`` (the evaluator's), which
+plays many sessions at once: each worker thread runs its own environment and agent; all share the
+judge's executor and connection pool per world (``scoring.judge``, ``graphs.connections``) and the
+dataset in memory."""
 
 from __future__ import annotations
 

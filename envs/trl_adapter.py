@@ -76,7 +76,7 @@ from benchmark.session import Session
 from envs import prompts
 from envs.actions import Action, action_from_tool_call, tool_call_text
 from envs.env import PROTOCOLS, CypherTurnEnv, EnvConfig, env_config, load_dataset
-from graphs.errors import InfrastructureError, InputError, ResetNeeded  # noqa: F401 - InfrastructureError: public here
+from graphs.errors import InfrastructureError, InputError, ResetNeeded
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")
 TURN_OVER = ("[The turn is over: your answer for this question is recorded. Do not call more tools; "
@@ -95,23 +95,18 @@ class CypherTurnToolEnv:
     """One CypherTurn turn per episode, acted on through five tools (see the module docstring).
 
     Args (constructor, not a tool): ``dataset`` (a build directory or sessions.jsonl) or ``sessions``;
-    ``config``: the environment's ``envs.env.EnvConfig`` (its ``protocol`` is the default when a row
-    has no ``protocol`` column; a row's own protocol replaces it), or its fields as keyword arguments
-    (``protocol``, ``budget_multiplier``, ``variant``, ``timeout``, ``user_simulator_backend``), as for
-    ``CypherTurnEnv``; ``expose_reward``: False hides ``get_reward`` from TRL (then score with
+    ``config``: the environment's ``envs.env.EnvConfig``, as for ``CypherTurnEnv`` (default
+    ``EnvConfig()``; its ``protocol`` is the default when a row has no ``protocol`` column; a row's own
+    protocol replaces it); ``expose_reward``: False hides ``get_reward`` from TRL (then score with
     ``env_reward`` in ``reward_funcs``, e.g. to weight it against other rewards without counting it
     twice).
     """
 
     def __init__(self, dataset: str | Path | None = None, *, sessions: list[Session] | None = None,
-                 protocol: str = "guided", budget_multiplier: int = 3, variant: str | None = None,
-                 timeout: float = 120.0, user_simulator_backend=None, expose_reward: bool = True,
-                 config: EnvConfig | None = None):
-        self._config = env_config(config, protocol=protocol, budget_multiplier=budget_multiplier, variant=variant,
-                                  timeout=timeout, user_simulator_backend=user_simulator_backend)
+                 config: EnvConfig | None = None, expose_reward: bool = True):
+        self._config = env_config(config)
         self._sessions = sessions if sessions is not None else load_dataset(dataset)
         self._by_id = {s.id: s for s in self._sessions}
-        self._protocol = self._config.protocol
         self._envs: dict[str, CypherTurnEnv] = {}
         self._env: CypherTurnEnv | None = None
         self._clear()
@@ -151,7 +146,7 @@ class CypherTurnToolEnv:
             raise InputError("a training row needs a `session` column (see envs.trl_adapter.make_training_rows)")
         if session not in self._by_id:
             raise InputError(f"unknown session id {session!r}")
-        protocol = protocol or self._protocol
+        protocol = protocol or self._config.protocol
         if protocol not in PROTOCOLS:
             raise InputError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         s = self._by_id[session]
@@ -162,8 +157,8 @@ class CypherTurnToolEnv:
             raise InputError(f"session {session!r} has {len(s.turns)} turns; turn {turn!r} is out of range")
         env = self._envs.get(protocol)
         if env is None:
-            env = self._envs[protocol] = CypherTurnEnv(sessions=self._sessions,
-                                                       config=replace(self._config, protocol=protocol))
+            env = self._envs[protocol] = CypherTurnEnv(config=replace(self._config, protocol=protocol),
+                                                       sessions=self._sessions)
         self._env = env
         observation, info = env.reset(options={"session_id": session, "start_turn": index})
         self._turn_index = index

@@ -13,15 +13,12 @@ read-only allow-list. A word counts as a keyword unless it is a property key (af
 type (after ``:``), a parameter (after ``$``) or a map key (before ``:``). The executor adds guards that
 do not depend on this lexer (the EXPLAIN plan's query type and operators, a read-access transaction);
 this one gives a clear refusal before the server is touched.
-
-``Token``, ``tokenize``, ``unescape``, ``InvalidEscape``, ``SPACE_CHARS`` and the keyword sets are the
-toolkit's, importable from here as before.
 """
 
 from __future__ import annotations
 
-from graphs.cypher_syntax import (ADMIN_KEYWORDS, PREFIX_KEYWORDS, SPACE_CHARS, WRITE_KEYWORDS,  # noqa: F401
-                                  InvalidEscape, Token, is_keyword, nesting_depth, tokenize, unescape)
+from graphs.cypher_syntax import (ADMIN_KEYWORDS, PREFIX_KEYWORDS, WRITE_KEYWORDS, Token, is_keyword, nesting_depth,
+                                  tokenize, unescape)
 from graphs.errors import CypherTurnError
 
 # Procedures a read-only agent may call: schema discovery only.

@@ -48,7 +48,8 @@ from neo4j.exceptions import (BrokenRecordError, ClientError, ConnectionAcquisit
                               DriverError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError)
 
 from graphs import connections, server
-from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, InvalidEscape, check_read_only
+from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, check_read_only
+from graphs.cypher_syntax import InvalidEscape
 from graphs.deadlines import WATCHDOG
 from graphs.errors import CypherTurnError, InputError
 from graphs.lru import LRUCache

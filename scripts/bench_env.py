@@ -19,7 +19,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     args = parser.parse_args()
     from benchmark.build import default_dataset
-    from envs.env import CypherTurnEnv, load_dataset
+    from envs.env import CypherTurnEnv, EnvConfig, load_dataset
     from envs.oracle import OracleAgent
     from envs.runner import run_sessions
 
@@ -30,7 +30,7 @@ def main() -> None:
         envs: list[CypherTurnEnv] = []
 
         def make_env():
-            env = CypherTurnEnv(args.protocol, sessions=sessions, budget_multiplier=3)
+            env = CypherTurnEnv(config=EnvConfig(protocol=args.protocol, budget_multiplier=3), sessions=sessions)
             envs.append(env)
             return env
 

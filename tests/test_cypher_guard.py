@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.cypher_guard import GuardRefusal, check_read_only, tokenize
+from graphs.cypher_guard import GuardRefusal, check_read_only
+from graphs.cypher_syntax import tokenize
 
 READS = [
     "MATCH (n:Emperor) RETURN n.name",

@@ -19,7 +19,7 @@ def test_tokens_carry_offsets_and_compare_by_text():
     assert "c" not in [t.text for t in toks]  # the comment is dropped
     assert Token("word", "MATCH") == toks[0] and toks[0].start == 0 and toks[0].end == 5
     assert toks[0].upper == "MATCH" and Token("string", "'x'").upper == ""
-    assert cypher_guard.tokenize is tokenize and cypher_guard.Token is Token  # the guard's names stay
+    assert cypher_guard.tokenize is tokenize and cypher_guard.Token is Token  # the guard lexes with the toolkit's lexer
 
 
 @pytest.mark.parametrize("query, index, expected", [

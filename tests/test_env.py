@@ -9,8 +9,8 @@ from gymnasium.utils.env_checker import check_env
 import envs  # noqa: F401 - registers the ids
 from benchmark.build import build
 from benchmark.session import read_sessions
-from envs.env import CypherTurnEnv
-from envs.oracle import OracleAgent, run_oracle_episode
+from envs.env import CypherTurnEnv, EnvConfig
+from envs.oracle import OracleAgent
 from envs.prompts import DEPENDENCY_HINT, GUIDED_CAP, HISTORY_ROWS
 from envs.simulator import GUIDED_DISCOURAGE
 
@@ -24,9 +24,9 @@ def small(tmp_path_factory):
     return out, list(read_sessions(out))
 
 
-def _env(small, **kw):
+def _env(small, **settings):
     path, sessions = small
-    return CypherTurnEnv(dataset=path, **kw)
+    return CypherTurnEnv(config=EnvConfig(**settings), dataset=path)
 
 
 def test_registered_ids_make_envs_that_pass_the_gymnasium_checker(small):
@@ -90,12 +90,14 @@ def test_action_observation_is_the_actions_own_result_even_when_the_turn_ends(sm
 
 
 def test_oracle_scores_one_on_every_turn_of_both_protocols(small):
+    from envs.runner import play_episode
+
     _, sessions = small
     for protocol in ("guided", "agentic"):
         env = _env(small, protocol=protocol, budget_multiplier=3)
         agent = OracleAgent(sessions, protocol)
         for s in sessions:
-            records = run_oracle_episode(env, s.id, agent)
+            records = play_episode(env, agent, s.id)
             assert len(records) == len(s.turns)
             assert all(r["ex"] == 1 and not r["cliff"] for r in records), (protocol, s.id)
 
@@ -340,7 +342,8 @@ def test_play_episode_records_the_unplayed_turns_of_an_infrastructure_failure(sm
 
 
 def test_env_config_is_validated_and_shared_by_both_env_classes(small):
-    from envs.env import EnvConfig
+    """The config is the one way in: both env classes take an EnvConfig and nothing else for their
+    settings, and a registered id plays the config it is given when that config is of its protocol."""
     from envs.trl_adapter import CypherTurnToolEnv
     from graphs.errors import InputError
 
@@ -352,16 +355,49 @@ def test_env_config_is_validated_and_shared_by_both_env_classes(small):
         with pytest.raises(InputError, match=field):
             EnvConfig(**bad)
     config = EnvConfig(protocol="agentic", budget_multiplier=2, variant="disclosed_horizon", timeout=30.0)
-    by_config = CypherTurnEnv(dataset=path, config=config)
-    by_keywords = CypherTurnEnv("agentic", dataset=path, budget_multiplier=2, variant="disclosed_horizon", timeout=30.0)
-    assert by_config.config == by_keywords.config == config
+    by_config = CypherTurnEnv(config=config, dataset=path)
+    by_id = gymnasium.make("CypherTurn-AgenticDisclosedHorizon-v0", dataset=str(path), config=config)
+    assert by_config.config == by_id.unwrapped.config == config
     sid = sessions[0].id
-    assert by_config.reset(options={"session_id": sid}) == by_keywords.reset(options={"session_id": sid})
-    with pytest.raises(InputError, match="not both"):
-        CypherTurnEnv(dataset=path, config=config, budget_multiplier=5)
+    obs, info = by_config.reset(options={"session_id": sid})
+    assert (obs, info) == by_id.reset(options={"session_id": sid})
+    assert info["budget_left"] == 2 * len(sessions[0].turns)  # the config's multiplier, not the id's default 3
+    with pytest.raises(InputError, match="protocol='guided'.*protocol='agentic'"):
+        gymnasium.make("CypherTurn-Guided-v0", dataset=str(path), config=config)
+    for loose in ({"budget_multiplier": 5}, {"protocol": "agentic"}):
+        with pytest.raises(TypeError):
+            CypherTurnEnv(dataset=path, **loose)
+        with pytest.raises(TypeError):
+            CypherTurnToolEnv(sessions=sessions, **loose)
+    with pytest.raises(InputError, match="config must be an EnvConfig"):
+        CypherTurnEnv(config="agentic", dataset=path)
+    assert CypherTurnEnv(dataset=path).render_mode is None
+    assert CypherTurnEnv(config=EnvConfig(render_mode="ansi"), dataset=path).render_mode == "ansi"
     tool_env = CypherTurnToolEnv(sessions=sessions, config=config)
     tool_env.reset(session=sid, turn=0)
     assert tool_env._env.config == config  # a row without a protocol plays the config's
     tool_env.reset(session=sid, turn=0, protocol="agentic")
-    assert CypherTurnToolEnv(sessions=sessions, protocol="agentic", budget_multiplier=2,
-                             variant="disclosed_horizon", timeout=30.0)._config == config
+
+
+def test_the_agent_and_the_judge_share_one_executor_per_world(small):
+    """The environment runs the agent's queries on the judge's executor of the world (one per world and
+    timeout), so a submitted query that the agent has just run is scored from that run, not run again."""
+    from scoring.judge import shared_judge
+
+    _, sessions = small
+    s = sessions[0]
+    env = _env(small, protocol="guided", timeout=30.0)
+    env.reset(options={"session_id": s.id})
+    judge = shared_judge(timeout=30.0)
+    assert env.executor is judge.executor(s.world)
+    assert env.executor.limits.max_rows == judge.limits.max_rows and env.executor.limits.timeout == 30.0
+    pred = "MATCH (n) RETURN count(n) AS n"  # not the gold's text: the judge would run it, unless it reuses the result
+    env.step(f"EXECUTE_CYPHER {pred}")
+    ran = []
+    original = judge.run_queries
+    judge.run_queries = lambda jobs: ran.append(list(jobs)) or original(jobs)
+    try:
+        _, _, _, _, info = env.step(f"SUBMIT_ANSWER {pred}")
+    finally:
+        del judge.run_queries
+    assert info["record"]["prediction"] == pred and ran == [[]]

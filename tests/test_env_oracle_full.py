@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmark.build import default_dataset
-from envs.env import CypherTurnEnv, load_dataset
+from envs.env import CypherTurnEnv, EnvConfig, load_dataset
 from envs.oracle import OracleAgent
 from envs.runner import run_sessions
 
@@ -16,7 +16,8 @@ pytestmark = pytest.mark.neo4j
 @pytest.mark.parametrize("protocol", ["guided", "agentic"])
 def test_oracle_scores_one_on_every_turn_of_the_default_build(protocol):
     sessions = load_dataset(default_dataset("test"))
-    results = run_sessions(lambda: CypherTurnEnv(protocol, sessions=sessions, budget_multiplier=3),
+    config = EnvConfig(protocol=protocol, budget_multiplier=3)
+    results = run_sessions(lambda: CypherTurnEnv(config=config, sessions=sessions),
                            lambda: OracleAgent(sessions, protocol), [s.id for s in sessions], concurrency=8)
     assert len(results) == len(sessions) == 721
     records = [r for recs in results.values() for r in recs]

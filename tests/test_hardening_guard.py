@@ -12,7 +12,8 @@ import pytest
 
 from benchmark.session import Session, Turn
 from graphs import executor as executor_module
-from graphs.cypher_guard import InvalidEscape, check_read_only, live_words, unescape
+from graphs.cypher_guard import check_read_only, live_words
+from graphs.cypher_syntax import InvalidEscape, unescape
 from graphs.executor import SafeExecutor, plan_refusal
 from graphs.lru import LRUCache
 
@@ -85,12 +86,12 @@ def test_attacks_are_refused_through_the_query_cli():
 
 @pytest.mark.neo4j
 def test_attacks_are_refused_through_env_step():
-    from envs.env import CypherTurnEnv
+    from envs.env import CypherTurnEnv, EnvConfig
 
     turn = Turn(index=0, utterance="How many deities are there?", gold_cypher="MATCH (d:Deity) RETURN count(d) AS n",
                 gold_columns=["n"], gold_rows=[[0]], phenomenon="OPENING", chain_mode="none", depends_on=None)
-    env = CypherTurnEnv("agentic", sessions=[Session(id="h", world=WORLD, persona="journalist", turns=[turn])],
-                        budget_multiplier=len(ATTACKS) + 1, timeout=5.0)
+    env = CypherTurnEnv(config=EnvConfig(protocol="agentic", budget_multiplier=len(ATTACKS) + 1, timeout=5.0),
+                        sessions=[Session(id="h", world=WORLD, persona="journalist", turns=[turn])])
     env.reset(options={"session_id": "h"})
     for query in ATTACKS:
         obs, _, done, _, info = env.step(f"EXECUTE_CYPHER {query}")

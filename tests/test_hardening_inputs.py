@@ -124,11 +124,11 @@ def test_a_model_server_that_never_answers_usably_ends_non_zero(tmp_path, kind):
 
 @pytest.mark.neo4j
 def test_env_step_survives_deep_brackets_and_surrogates():
-    from envs.env import CypherTurnEnv
+    from envs.env import CypherTurnEnv, EnvConfig
 
     turn = Turn(**{k: v for k, v in _session()["turns"][0].items()})
-    env = CypherTurnEnv("agentic", sessions=[Session(id="s1", world="ancient_empire", persona="journalist",
-                                                     turns=[turn])], budget_multiplier=10, timeout=5.0)
+    env = CypherTurnEnv(config=EnvConfig(protocol="agentic", budget_multiplier=10, timeout=5.0),
+                        sessions=[Session(id="s1", world="ancient_empire", persona="journalist", turns=[turn])])
     env.reset(options={"session_id": "s1"})
     for action in ['{"action": "EXECUTE_CYPHER", "input": ' + DEEP, "SEARCH_VALUES " + DEEP,
                    "EXECUTE_CYPHER RETURN '\ud800' AS x"]:

@@ -146,12 +146,12 @@ def test_retries_stay_within_the_callers_deadline(before):
 def test_env_step_reports_them_as_the_models_errors(tmp_path, before):
     from benchmark.build import build
     from benchmark.session import read_sessions
-    from envs.env import CypherTurnEnv
+    from envs.env import CypherTurnEnv, EnvConfig
 
     build("test", tmp_path, seed=11, sessions=2, hf=False)
     session = next(iter(read_sessions(tmp_path)))
     timeout = 5.0
-    env = CypherTurnEnv(dataset=tmp_path, protocol="agentic", budget_multiplier=20, timeout=timeout)
+    env = CypherTurnEnv(config=EnvConfig(protocol="agentic", budget_multiplier=20, timeout=timeout), dataset=tmp_path)
     env.reset(options={"session_id": session.id})
     env.executor = SafeExecutor(env.executor.world, env.executor.limits, max_value_bytes=10_000)
     for query in UNDECODABLE[:4] + [FIRST_THEN_NEVER["too large first row"][0],

@@ -9,7 +9,7 @@ import pytest
 
 from scoring.score import score_pair
 from benchmark.session import Session, Turn
-from envs.env import CypherTurnEnv
+from envs.env import CypherTurnEnv, EnvConfig
 from envs.prompts import GUIDED_CAP
 from graphs.executor import QueryError, QueryResult, execute
 from rewards.execution import (ExecutionReward, ExecutionRewardOptions, RewardInfrastructureError,
@@ -66,7 +66,8 @@ def _env_turn(gold: str, pred: str | None, *, execute_first: bool = False) -> tu
     columns, rows = _gold_result(gold)
     turn = Turn(index=0, utterance="q", gold_cypher=gold, gold_columns=columns, gold_rows=rows,
                 phenomenon="BASE", chain_mode="none", depends_on=None)
-    env = CypherTurnEnv("guided", sessions=[Session(id="s", world=W, persona="student", turns=[turn])], timeout=T)
+    env = CypherTurnEnv(config=EnvConfig(protocol="guided", timeout=T),
+                        sessions=[Session(id="s", world=W, persona="student", turns=[turn])])
     env.reset(options={"session_id": "s"})
     if pred is None:  # the turn ends after the guided cap without a query
         for _ in range(GUIDED_CAP):

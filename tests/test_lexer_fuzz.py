@@ -15,7 +15,8 @@ import neo4j
 import pytest
 
 from graphs import connections
-from graphs.cypher_guard import InvalidEscape, live_words
+from graphs.cypher_guard import live_words
+from graphs.cypher_syntax import InvalidEscape
 
 pytestmark = pytest.mark.neo4j
 

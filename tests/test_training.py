@@ -180,8 +180,8 @@ def test_paper_responses_score_plus_one_on_the_four_paper_rewards(sessions):
 
 def test_flat_tool_calls_render_like_structured_ones(sessions):
     from envs.models import load_tokenizer
-    from envs.trl_adapter import CypherTurnToolEnv, make_training_rows
-    from training.data import flat_messages, oracle_tool_conversation, tool_schemas
+    from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
+    from training.data import flat_messages, oracle_tool_conversation
 
     env = CypherTurnToolEnv(sessions=sessions)
     row = make_training_rows(sessions[:1], "guided", turns=[1])[0]

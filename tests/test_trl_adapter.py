@@ -13,9 +13,10 @@ import pytest
 
 from benchmark.build import build
 from benchmark.session import read_sessions
-from envs.trl_adapter import (LAST_ACTION, TOOL_NAMES, TURN_OVER, CypherTurnToolEnv, env_reward, make_env_factory,
-                              GOLD_COLUMNS, make_training_rows, training_dataset)
-from training.data import FINAL_MESSAGE, env_tools, oracle_tool_conversation, tool_schemas
+from envs.env import EnvConfig
+from envs.trl_adapter import (LAST_ACTION, TOOL_NAMES, TURN_OVER, CypherTurnToolEnv, env_reward, env_tools,
+                              make_env_factory, GOLD_COLUMNS, make_training_rows, tool_schemas, training_dataset)
+from training.data import FINAL_MESSAGE, oracle_tool_conversation
 
 pytestmark = pytest.mark.neo4j
 
@@ -118,7 +119,7 @@ def test_agentic_rows_replay_the_earlier_turns_and_leave_the_even_budget_share(t
     _, sessions = train
     i, k = _multi_turn(sessions)
     s = sessions[i]
-    env = CypherTurnToolEnv(sessions=sessions, protocol="agentic", budget_multiplier=3)
+    env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol="agentic", budget_multiplier=3))
     obs = env.reset(**_row(sessions, i, k, protocol="agentic"))
     assert f"Current question (turn {k + 1}): {s.turns[k].shown_utterance}" in obs
     assert "Graph schema" not in obs and s.turns[k].gold_cypher not in obs
@@ -137,7 +138,7 @@ def test_default_tool_calling_rounds_are_the_actions_the_environment_answers(tra
     _, sessions = train
     i = next(i for i, s in enumerate(sessions) if len(s.turns) > 1)
     row = _row(sessions, i, turn, protocol=protocol)
-    env = CypherTurnToolEnv(sessions=sessions, protocol=protocol, budget_multiplier=2)
+    env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol=protocol, budget_multiplier=2))
     env.reset(**row)
     answered = 0
     while env.inspect_schema() != TURN_OVER and answered < 100:  # each call one action, until the turn is over
@@ -235,7 +236,7 @@ def test_oracle_tool_conversation_renders_with_the_tool_schemas(train):
     assert [m["tool_calls"][0]["function"]["name"] for m in conv if m.get("tool_calls")] == ["execute_cypher",
                                                                                              "submit_answer"]
     assert conv[3]["content"].startswith("[Query Result]") and conv[-1]["content"] == FINAL_MESSAGE
-    agentic = oracle_tool_conversation(CypherTurnToolEnv(sessions=sessions, protocol="agentic"),
+    agentic = oracle_tool_conversation(CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol="agentic")),
                                        _row(sessions, 0, 0, protocol="agentic"), sessions)
     assert agentic[2]["tool_calls"][0]["function"]["name"] == "inspect_schema"
 

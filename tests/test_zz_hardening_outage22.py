@@ -84,11 +84,11 @@ def test_an_oversized_record_fails_fast_as_too_large(pid):
 def test_env_step_gets_them_as_the_models_errors(tmp_path, pid):
     from benchmark.build import build
     from benchmark.session import read_sessions
-    from envs.env import CypherTurnEnv
+    from envs.env import CypherTurnEnv, EnvConfig
 
     build("test", tmp_path, seed=11, sessions=2, hf=False)
     session = next(iter(read_sessions(tmp_path)))
-    env = CypherTurnEnv(dataset=tmp_path, protocol="agentic", budget_multiplier=20, timeout=TIMEOUT)
+    env = CypherTurnEnv(config=EnvConfig(protocol="agentic", budget_multiplier=20, timeout=TIMEOUT), dataset=tmp_path)
     env.reset(options={"session_id": session.id})
     for query, kind in ((OOM, "memory"), (REPLY, "too_large")):
         obs, *_ = _timed(lambda: env.step("EXECUTE_CYPHER " + query), TIMEOUT)

@@ -10,7 +10,7 @@
 ``oracle_tool_conversation`` plays one training row with the oracle through the TRL adapter itself,
 so every tool result in the conversation is the real one from Neo4j; the conversation is in the
 ``messages`` format of ``tokenizer.apply_chat_template`` (assistant ``tool_calls``, ``tool`` messages),
-ready for SFT with the same tool schemas GRPO shows (``tool_schemas`` / ``env_tools``).
+ready for SFT with the same tool schemas GRPO shows (``envs.trl_adapter.tool_schemas`` / ``env_tools``).
 
 The oracle reads the gold from the sessions it is given, never from the environment: guided,
 EXECUTE_CYPHER then SUBMIT_ANSWER of the gold (``verify=False``: SUBMIT only); agentic,
@@ -23,7 +23,8 @@ import json
 from typing import Any, Iterable
 
 from benchmark.session import Session
-from envs.trl_adapter import CypherTurnToolEnv, env_tools, make_training_rows, tool_schemas  # noqa: F401 (re-exported)
+from envs.env import EnvConfig
+from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
 from graphs.errors import InvariantError
 from training.config import RecipeError
 
@@ -72,7 +73,7 @@ def oracle_tool_conversation(env: CypherTurnToolEnv, row: dict[str, Any], sessio
 def oracle_tool_conversations(sessions: list[Session], protocol: str = "guided", *, env: CypherTurnToolEnv | None = None,
                               turns: Iterable[int] | None = None, verify: bool = True) -> list[dict[str, Any]]:
     """``{"messages": …, "session": …, "turn": …}`` for every row of ``make_training_rows``."""
-    env = env or CypherTurnToolEnv(sessions=sessions, protocol=protocol)
+    env = env or CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol=protocol))
     by_id = {s.id: s for s in sessions}
     out = []
     for row in make_training_rows(sessions, protocol, turns=turns):
@@ -159,7 +160,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
     out: list[dict[str, Any]] = []
     for fmt in formats:
         protocol = "agentic" if fmt == "agentic_tools" else "guided"
-        env = CypherTurnToolEnv(sessions=sessions, protocol=protocol, timeout=env_timeout)
+        env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol=protocol, timeout=env_timeout))
         rows = make_training_rows(sessions, protocol, turns=wanted)
         for row in tqdm(rows, desc=f"SFT data ({fmt})", unit="turn", disable=not progress):
             if fmt in ("paper", "guided_action"):
@@ -198,7 +199,7 @@ def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
         raise RecipeError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
     rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns, with_gold=True)
     if mode == "single_turn":
-        env = CypherTurnToolEnv(sessions=sessions, protocol="guided", timeout=env_timeout)
+        env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol="guided", timeout=env_timeout))
         for row in rows:
             row["prompt"] = turn_prompt(env, row)
     return rows

@@ -349,6 +349,7 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
     from datasets import Dataset
     from trl import GRPOTrainer
 
+    from envs.env import EnvConfig
     from envs.trl_adapter import make_env_factory
     from training.data import grpo_rows, split_sessions
 
@@ -365,8 +366,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
     dataset = Dataset.from_list(rows)
     factory = None
     if multi:
-        factory = make_env_factory(sessions=train, protocol=args.protocol, expose_reward=False,
-                                   timeout=args.env_timeout, budget_multiplier=args.budget_multiplier)
+        factory = make_env_factory(sessions=train, expose_reward=False, config=EnvConfig(
+            protocol=args.protocol, timeout=args.env_timeout, budget_multiplier=args.budget_multiplier))
         if training_args.max_tool_calling_iterations is None:
             training_args.max_tool_calling_iterations = max_tool_calling_iterations(rows, train,
                                                                                     args.budget_multiplier)
