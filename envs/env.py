@@ -129,9 +129,6 @@ class EnvConfig:
     user_simulator_backend: Any = None
     """The agentic ASK_USER reply backend (``envs.simulator.LLMReplyBackend``); None: the rule-based user."""
 
-    render_mode: str | None = None
-    """Gymnasium's render mode: None or ``"ansi"`` (``render()`` returns the transcript either way)."""
-
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
             raise InputError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
@@ -143,8 +140,6 @@ class EnvConfig:
         if (not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool)
                 or not self.timeout > 0):
             raise InputError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        if self.render_mode is not None and self.render_mode not in RENDER_MODES:
-            raise InputError(f"render_mode must be None or one of {RENDER_MODES}, got {self.render_mode!r}")
 
 
 def env_config(config: EnvConfig | None) -> EnvConfig:
@@ -158,7 +153,7 @@ def env_config(config: EnvConfig | None) -> EnvConfig:
 
 
 def make_registered(*, preset: dict[str, Any], config: EnvConfig | None = None, dataset: str | Path | None = None,
-                    sessions: list[Session] | None = None) -> "CypherTurnEnv":
+                    sessions: list[Session] | None = None, render_mode: str | None = None) -> "CypherTurnEnv":
     """The entry point of a registered id (``envs.ENV_IDS``; ``gymnasium.make`` passes its keyword
     arguments): the id's ``preset`` (``EnvConfig`` fields), or ``config`` when that plays the id's
     protocol and variant (a config that says otherwise is an InputError naming both)."""
@@ -167,7 +162,7 @@ def make_registered(*, preset: dict[str, Any], config: EnvConfig | None = None, 
     if (config.protocol, config.variant) != (fixed.protocol, fixed.variant):
         raise InputError(f"this id plays protocol={fixed.protocol!r}, variant={fixed.variant!r}; config= says "
                          f"protocol={config.protocol!r}, variant={config.variant!r}")
-    return CypherTurnEnv(config=config, dataset=dataset, sessions=sessions)
+    return CypherTurnEnv(config=config, dataset=dataset, sessions=sessions, render_mode=render_mode)
 
 
 class CypherTurnEnv(gym.Env):
@@ -176,7 +171,8 @@ class CypherTurnEnv(gym.Env):
     ``CypherTurnEnv(config=EnvConfig(...), dataset=... | sessions=...)``: every setting is a field of
     ``config`` (default ``EnvConfig()``), read from there. ``dataset``: a build directory or
     sessions.jsonl (None: the default test build); ``sessions``: the sessions themselves (they win over
-    ``dataset``).
+    ``dataset``). ``render_mode`` is Gymnasium's constructor argument (``gymnasium.make(id,
+    render_mode="ansi")``): None or ``"ansi"``; ``render()`` returns the transcript either way.
 
     Queries run on the judge's executor of the session's world (``scoring.judge.shared_judge`` for the
     config's timeout): what the agent's EXECUTE_CYPHER sees (row cap, timeout, size caps, retries) is
@@ -185,7 +181,10 @@ class CypherTurnEnv(gym.Env):
     metadata = {"render_modes": list(RENDER_MODES)}
 
     def __init__(self, *, config: EnvConfig | None = None, dataset: str | Path | None = None,
-                 sessions: list[Session] | None = None):
+                 sessions: list[Session] | None = None, render_mode: str | None = None):
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise InputError(f"render_mode must be None or one of {RENDER_MODES}, got {render_mode!r}")
+        self.render_mode = render_mode
         self.config = env_config(config)
         self.sessions = sessions if sessions is not None else load_dataset(dataset)
         self._by_id = {s.id: s for s in self.sessions}
@@ -194,10 +193,6 @@ class CypherTurnEnv(gym.Env):
         self.observation_space = gym.spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.session: Session | None = None
         self.db_ms = 0.0  # time inside Neo4j queries since construction (for the overhead benchmark)
-
-    @property
-    def render_mode(self) -> str | None:  # Gymnasium's attribute, read from the config
-        return self.config.render_mode
 
     # -- episode ------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -350,8 +350,7 @@ def test_env_config_is_validated_and_shared_by_both_env_classes(small):
     path, sessions = small
     for bad, field in [({"protocol": "chat"}, "protocol"), ({"variant": "persistent_schema"}, "variant"),
                        ({"protocol": "agentic", "budget_multiplier": 0}, "budget_multiplier"),
-                       ({"budget_multiplier": True}, "budget_multiplier"), ({"timeout": 0}, "timeout"),
-                       ({"render_mode": "human"}, "render_mode")]:
+                       ({"budget_multiplier": True}, "budget_multiplier"), ({"timeout": 0}, "timeout")]:
         with pytest.raises(InputError, match=field):
             EnvConfig(**bad)
     config = EnvConfig(protocol="agentic", budget_multiplier=2, variant="disclosed_horizon", timeout=30.0)
@@ -371,8 +370,11 @@ def test_env_config_is_validated_and_shared_by_both_env_classes(small):
             CypherTurnToolEnv(sessions=sessions, **loose)
     with pytest.raises(InputError, match="config must be an EnvConfig"):
         CypherTurnEnv(config="agentic", dataset=path)
+    # render_mode is Gymnasium's constructor argument, as gymnasium.make passes it
     assert CypherTurnEnv(dataset=path).render_mode is None
-    assert CypherTurnEnv(config=EnvConfig(render_mode="ansi"), dataset=path).render_mode == "ansi"
+    assert gymnasium.make("CypherTurn-Guided-v0", dataset=str(path), render_mode="ansi").unwrapped.render_mode == "ansi"
+    with pytest.raises(InputError, match="render_mode"):
+        CypherTurnEnv(dataset=path, render_mode="human")
     tool_env = CypherTurnToolEnv(sessions=sessions, config=config)
     tool_env.reset(session=sid, turn=0)
     assert tool_env._env.config == config  # a row without a protocol plays the config's
