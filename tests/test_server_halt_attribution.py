@@ -4,20 +4,21 @@ their real result once the server is back.
 
 No known query halts the shipped server any more (the last two that did are in
 ``test_zz_hardening_outage22.py``), so this runs on a private server: its own home under ``tmp_path``,
-its own ports, two empty worlds, the launcher already built reused. Two things reach the watchdog's halt
-path every time there:
+its own ports, two empty worlds, the launcher already built reused, a 0.1 s watchdog grace, a 20 ms tick.
+Test-only Cypher functions (``tests/jvm``) reach the watchdog's halt paths every time there; they are
+copied into this server's plugins directories only: the shared server and a user's server never load
+them, since any query could then hold a thread for as long as it likes.
 
-- ``cypherturn.testing.spin(ms)``, a test-only Cypher function that busy-waits without ever checking for
-  termination (``tests/jvm``), copied into this server's plugins directories only: the shared server and
-  a user's server never load it, since any query could then hold a thread for as long as it likes;
-- ``WATCHDOG_STOPS_THREADS = False``: the watchdog halts the JVM where it would stop a thread, as it must
-  on Java 20+ (it cannot stop threads there), after a 0.1 s grace, looking every 20 ms.
-
-The culprit (2 s timeout) is halted 0.2 s past its timeout on an idle machine, 0.5 to 1.4 s past it
-measured on this loaded one. In use its client gives up 0.5 s after the timeout (``CLIENT_GRACE_S``), so
-on this path (a halt for time) it has already returned ``timeout``; here the client waits 10 s, so that the
-halt comes while it still waits, as a halt for memory does (it comes within the timeout), and the test
-shows what the halt record changes: the call ends once the server is gone, with its own error."""
+- First test: ``cypherturn.testing.spin(ms)`` never checks for termination, and the watchdog halts the JVM
+  where it would stop a thread (``WATCHDOG_STOPS_THREADS = False``, as it must on Java 20+). The culprit
+  (2 s timeout) is halted 0.2 s past its timeout on an idle machine, 0.5 to 1.4 s past it on this loaded
+  one. In use its client gives up 0.5 s after the timeout (``CLIENT_GRACE_S``), so on a halt for time it
+  has already returned ``timeout``; here the client waits 10 s, so that the halt comes while it still
+  waits, as a halt for memory does (within the timeout), and the test shows what the record changes: the
+  call ends once the server is gone, with its own error.
+- Second test, the shipped settings (Java 17, threads stopped, ``CLIENT_GRACE_S`` 0.5 s):
+  ``cypherturn.testing.unstoppable(ms)`` survives ``Thread.stop``, so the watchdog halts one grace after
+  stopping it, through its other halt path."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ quiet = lambda *_: None  # noqa: E731
 
 
 @pytest.fixture
-def private(tmp_path, monkeypatch):
+def private(request, tmp_path, monkeypatch):
+    """The private server; ``request.param`` (default False): whether its watchdog stops threads."""
     jar = server.maven_build(TEST_FUNCTIONS, JAR, "the test-only Cypher functions", quiet) / JAR
     home = tmp_path / "home"
     home.mkdir()
@@ -63,10 +65,12 @@ def private(tmp_path, monkeypatch):
     # the worlds a restart by autostart serves (every shipped world otherwise)
     monkeypatch.setattr(spec, "all_specs", lambda split=None: [spec.get_spec(CULPRIT_WORLD),
                                                                spec.get_spec(OTHER_WORLD)])
-    monkeypatch.setattr(server, "WATCHDOG_STOPS_THREADS", False)
+    stops_threads = getattr(request, "param", False)
+    monkeypatch.setattr(server, "WATCHDOG_STOPS_THREADS", stops_threads)
     monkeypatch.setattr(server, "WATCHDOG_GRACE_S", 0.1)
     monkeypatch.setattr(server, "WATCHDOG_INTERVAL_S", 0.02)
-    monkeypatch.setattr(executor, "CLIENT_GRACE_S", 10.0)
+    if not stops_threads:
+        monkeypatch.setattr(executor, "CLIENT_GRACE_S", 10.0)
     try:
         yield server.serve([CULPRIT_WORLD, OTHER_WORLD], progress=quiet)
     finally:
@@ -88,12 +92,12 @@ def attempts(monkeypatch):
     return made
 
 
-def _warm_up(world: str) -> None:
+def _warm_up(world: str, texts=(CULPRIT, OTHER)) -> None:
     """Plan the test's queries once with no client time limit: on a cold JVM and a loaded machine the first
     plans take seconds, and a 0.1 s watchdog grace would halt the server for them."""
     target = connections.resolve(world, autostart=False)
     with connections.driver(target).session() as s:
-        for text in (CULPRIT, OTHER):
+        for text in texts:
             s.run("EXPLAIN " + text).consume()
         assert s.run("RETURN cypherturn.testing.spin(1) AS n").value() == [1]  # the test-only functions are there
 
@@ -116,7 +120,6 @@ def test_the_halt_is_the_culprits_own_error_and_the_queries_it_cut_off_are_repla
     while not all(_running(w, OTHER) for w in others):  # both other sessions' queries are running
         assert time.monotonic() < deadline, "the other sessions' queries did not start"
         time.sleep(0.05)
-    del attempts[:]
 
     culprit = SafeExecutor(CULPRIT_WORLD, timeout=2.0)
     called_at = time.time()
@@ -162,3 +165,51 @@ def test_the_halt_is_the_culprits_own_error_and_the_queries_it_cut_off_are_repla
         replayed = dict(zip(others, pool.map(lambda w: others[w].run(OTHER), others)))
     for world, result in replayed.items():
         assert result.error is None and result.rows == [[8000]], (world, result.error)
+
+
+UNSTOPPABLE = "RETURN cypherturn.testing.unstoppable(60000) AS waited"
+
+
+@pytest.mark.parametrize("private", [True], indirect=True)
+def test_with_the_shipped_settings_a_halt_is_recorded_and_a_same_text_call_in_flight_gets_its_error(
+        private, attempts):
+    """Java 17 as shipped: the watchdog stops threads, and the client gives up 0.5 s past the timeout. A
+    computation that survives ``Thread.stop`` halts the JVM one grace after the stop, through the other
+    halt path, which writes the same record. The culprit's call has already ended with its own
+    ``timeout`` within its timeout + ``RETURN_GRACE_S``; another session that sent the very same text
+    (a GRPO batch's duplicate completion) and was still waiting gets that error too, not ``unavailable``;
+    a query of another world cut off by the halt is ``unavailable``."""
+    _warm_up(CULPRIT_WORLD, (UNSTOPPABLE,))
+    _warm_up(OTHER_WORLD, (OTHER,))
+    twin, other = SafeExecutor(CULPRIT_WORLD, timeout=60.0), SafeExecutor(OTHER_WORLD, timeout=60.0)
+    results: dict[str, executor.QueryResult] = {}
+    threads = [threading.Thread(target=lambda: results.__setitem__("twin", twin.run(UNSTOPPABLE))),
+               threading.Thread(target=lambda: results.__setitem__("other", other.run(OTHER)))]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while not (_running(CULPRIT_WORLD, UNSTOPPABLE) and _running(OTHER_WORLD, OTHER)):
+        assert time.monotonic() < deadline, "the other sessions' queries did not start"
+        time.sleep(0.05)
+
+    called_at = time.time()
+    t0 = time.perf_counter()
+    r = SafeExecutor(CULPRIT_WORLD, timeout=2.0).run(UNSTOPPABLE)
+    elapsed = time.perf_counter() - t0
+    assert r.error is not None and r.error.kind == "timeout", r.error
+    assert elapsed < 2.0 + executor.RETURN_GRACE_S, elapsed
+    for t in threads:
+        t.join(timeout=60)
+
+    record = server.halt_record()
+    assert record is not None and (record.world, record.query, record.kind) == (CULPRIT_WORLD, UNSTOPPABLE, "timeout")
+    assert record.time >= called_at and "its thread did not stop" in record.reason
+    _, status = os.waitpid(private.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 75
+
+    assert not any(t.is_alive() for t in threads)
+    assert results["twin"].error is not None and results["twin"].error.kind == "timeout", results["twin"].error
+    assert "the server halted because of this query" in results["twin"].error.message
+    assert results["other"].error is not None and results["other"].error.kind == "unavailable", results["other"]
+    assert attempts.count((CULPRIT_WORLD, UNSTOPPABLE)) == 2, attempts  # the culprit's and the twin's: none retried
+    assert attempts.count((OTHER_WORLD, OTHER)) > 1, attempts

@@ -22,6 +22,28 @@ public final class Spin {
         return spins >= 0 ? millis : -1;
     }
 
+    /**
+     * A computation even Thread.stop does not end (it swallows ThreadDeath, as code stuck in a catch-all
+     * would): on Java 17 the watchdog stops its thread, sees it still computing a grace period later and
+     * halts the JVM, its last resort.
+     */
+    @UserFunction("cypherturn.testing.unstoppable")
+    @Description("Busy-waits for the given milliseconds, ignoring termination and Thread.stop; returns them.")
+    @SuppressWarnings({"deprecation", "removal"})
+    public long unstoppable(@Name("millis") long millis) {
+        long end = System.nanoTime() + millis * 1_000_000L;
+        while (true) {
+            try {
+                while (System.nanoTime() < end) {
+                    Thread.onSpinWait();
+                }
+                return millis;
+            } catch (ThreadDeath stopped) {
+                // swallowed: back to spinning
+            }
+        }
+    }
+
     /** A query that is slow but idle (it holds no core): another session's query in flight during a halt. */
     @UserFunction("cypherturn.testing.sleep")
     @Description("Sleeps for the given milliseconds without checking for termination; returns them.")
