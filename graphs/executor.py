@@ -14,6 +14,10 @@ or a ``QueryError`` with one of these kinds:
                   more than ``graphs.values.MAX_DEPTH`` deep): not retried, it would come back;
 - ``unavailable`` the database could not be reached after retries: infrastructure, not the model.
 
+When the local server's watchdog has to halt the JVM for a query it cannot stop, it records which
+(``graphs.server.halt_record``): that query gets its own ``timeout`` or ``memory`` error and is not
+retried; the other queries the halt cut off are ``unavailable`` and retried like any outage.
+
 Read-only by independent guards: a lexical deny list (``graphs.cypher_guard``, which lexes as Neo4j
 does); the ``EXPLAIN`` plan, which must report query type ``r`` and hold only operators on
 ``READ_OPERATORS`` (no Show*/Terminate*/LoadCSV operators, procedure calls only to the schema
@@ -468,11 +472,11 @@ class SafeExecutor:
                 if isinstance(exc, _Failure) and not exc.retry:
                     raise  # the query's own verdict came first (then the watchdog cut the clean-up)
                 raise _Failure("timeout", f"the query ran past its {timeout:g} s time limit (no answer)") from None
-            raise self._failure(exc, target, timeout, started, watch is not None, streaming, deadline) from None
+            raise self._failure(exc, target, query, timeout, started, watch is not None, streaming, deadline) from None
         return QueryResult(columns=columns, rows=rows, truncated=truncated,
                            elapsed_ms=(time.perf_counter() - t0) * 1000.0)
 
-    def _failure(self, exc: Exception, target, timeout: float, started: float, begun: bool,
+    def _failure(self, exc: Exception, target, query: str, timeout: float, started: float, begun: bool,
                  streaming: bool, deadline: float) -> Exception:
         """What a failed attempt reports: a ``_Failure``, or ``exc`` itself when it is a bug of ours."""
         if isinstance(exc, _Failure):
@@ -497,7 +501,10 @@ class SafeExecutor:
                                                "stopped by the server")
                 return _Failure("memory", "the server stopped the query because it was filling the server's "
                                           "memory")
-            return _Failure("unavailable", f"Neo4j at {target.describe()} is unreachable: {exc}", retry=True)
+            # the server is gone: because of this very query (its halt record names it), or of another one
+            halted = self._halted_for(target, query, started) if begun else None
+            return halted or _Failure("unavailable", f"Neo4j at {target.describe()} is unreachable: {exc}",
+                                      retry=True)
         if isinstance(exc, Neo4jError):
             return _classify(exc, timeout)
         if isinstance(exc, DriverError):
@@ -507,6 +514,25 @@ class SafeExecutor:
         # bytes the driver cannot decode (a message cut in the middle): it has dropped the connection
         return _Failure("unavailable", f"the connection to {target.describe()} broke: the driver could not "
                                        f"read the server's reply ({type(exc).__name__}: {exc})", retry=True)
+
+    def _halted_for(self, target, query: str, started: float) -> _Failure | None:
+        """The query's own error when the local server's watchdog halted the JVM for this query (its text, on
+        this world) since the attempt began (``started``, ``time.monotonic()``): retrying it would take every
+        world down again. Any other query cut off by the halt (another text, another world, or a halt older
+        than the attempt) stays ``unavailable`` and is retried. Only read once the server has stopped
+        answering, so it costs the normal path nothing."""
+        if not target.local:
+            return None
+        record = server.halt_record()
+        # the JVM stamps the record with the same wall clock, in milliseconds: 0.1 s of slack
+        since = time.time() - (time.monotonic() - started) - 0.1
+        # the planner evaluates constant expressions: a query can be stuck in its EXPLAIN
+        if record is None or record.world != self.world or record.query not in (query, _EXPLAIN + query) \
+                or record.time < since:
+            return None
+        kind = record.kind if record.kind in ("timeout", "memory") else "runtime"
+        return _Failure(kind, f"the server halted because of this query, which it could not stop "
+                              f"({record.reason}); it restarts for the other queries, and this one is not retried")
 
     def _server_answers(self, target, deadline: float) -> bool:
         """Whether the server answers ``RETURN 1`` within ``SERVER_CHECK_S``, and before ``deadline`` plus

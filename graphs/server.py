@@ -13,8 +13,10 @@ watchdog (``graphs/jvm/.../Watchdog.java``) ends any transaction still running `
 past its timeout, or holding the heap, by termination, then by closing its connection and stopping its
 thread (never while it sends a result or frees memory, where a stop can take the JVM down), and as a last
 resort by halting (code 75), after which the next ``serve`` (or ``connections.resolve``, which finds the
-port closed) restarts it; each action is a ``WATCHDOG`` line in ``server.log``. The JVM does not exit on
-``OutOfMemoryError`` (one allocation too large for the heap fails in the query that asked for it), and
+port closed) restarts it; each action is a ``WATCHDOG`` line in ``server.log``. Before a halt it writes
+``neo4j/halted.json`` (``halt_record()``: the world and text of the query it halted for, and whether for
+time or memory), by which the executor reports that query's error instead of retrying it. The JVM does
+not exit on ``OutOfMemoryError`` (one allocation too large for the heap fails in the query that asked for it), and
 Bolt's buffers, so result records, are capped at ``BOLT_MAX_BUFFER_BYTES`` (``CappedAllocator``).
 """
 
@@ -37,6 +39,10 @@ NEO4J_VERSION = "5.26.24"  # keep equal to graphs/jvm/pom.xml
 DEFAULT_BASE_PORT = 17687
 MAIN_CLASS = "cypherturn.EmbeddedServer"
 WATCHDOG_GRACE_S = 5.0  # a transaction this long past its timeout is ended by the JVM's watchdog
+WATCHDOG_INTERVAL_S = 0.2  # how often it looks
+# False: it never stops a thread and halts the JVM where it would have (what Java 20+ forces: it cannot stop
+# threads); tests/test_server_halt_attribution.py reaches the halt path this way on a private server
+WATCHDOG_STOPS_THREADS = True
 # A killed JVM counts as gone once its memory is released, but its listening sockets close after that, one
 # by one: a restart waits this long for the previous ports before it moves the worlds to other ones.
 PORT_RELEASE_WAIT_S = 15.0
@@ -66,6 +72,31 @@ def log_path() -> Path:
     return neo4j_dir() / "server.log"
 
 
+def halt_record_path() -> Path:
+    return neo4j_dir() / "halted.json"
+
+
+@dataclass(frozen=True)
+class HaltRecord:
+    """The query the JVM's watchdog halted the server for (written just before the halt)."""
+    world: str
+    query: str
+    kind: str  # "timeout" or "memory": the query's own error kind
+    reason: str
+    time: float  # seconds since the epoch
+    pid: int
+
+
+def halt_record() -> HaltRecord | None:
+    """The latest halt record of the local server, or None."""
+    try:
+        raw = json.loads(halt_record_path().read_text(encoding="utf-8"))
+        return HaltRecord(world=str(raw["world"]), query=str(raw["query"]), kind=str(raw["kind"]),
+                          reason=str(raw["reason"]), time=float(raw["time_ms"]) / 1000.0, pid=int(raw["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 @dataclass(frozen=True)
 class ServerState:
     pid: int
@@ -78,7 +109,9 @@ class ServerState:
 
 
 def _settings(port: int, import_dir: Path) -> dict[str, str]:
-    """Hardened per-world settings: loopback only, no file access, bounded memory and time."""
+    """Hardened per-world settings: loopback only, no file access, bounded memory and time. No plugins:
+    nothing is ever put in a world's ``plugins`` directory; only a test's private server gets the test-only
+    functions of ``tests/jvm`` there, since any query could call them to hold a thread as long as it likes."""
     return {
         "server.bolt.enabled": "true",
         "server.bolt.listen_address": f"127.0.0.1:{port}",
@@ -129,24 +162,30 @@ def java_version() -> int:
     raise ServerError(f"could not read the Java version from: {out.strip()}")
 
 
-def build_launcher(progress=print) -> list[str]:
-    """Build graphs/jvm with Maven once per source version; return the java classpath entries."""
-    if java_version() < 17:
-        raise ServerError("the local Neo4j 5.26 needs Java 17 or newer")
+def maven_build(src: Path, product: str, what: str, progress=print) -> Path:
+    """Build the Maven project ``src`` (``mvn package``) once per source version, in a copy under the cache
+    directory; return that build directory, which holds ``product`` (a path relative to it)."""
     mvn = _require_tool("mvn", "the local Neo4j's jars are resolved with Maven (install maven)")
-    src = _source_dir()
     build = cache_home() / "jvm" / _source_hash(src)
-    classpath_file = build / "target" / "classpath.txt"
-    if not classpath_file.is_file():
-        progress(f"building the Neo4j {NEO4J_VERSION} launcher with Maven (first run downloads the jars)...")
+    if not (build / product).is_file():
+        progress(f"building {what} with Maven (first run downloads the jars)...")
         shutil.rmtree(build, ignore_errors=True)
         shutil.copytree(src, build, ignore=shutil.ignore_patterns("target"))
         proc = subprocess.run([mvn, "-B", "-q", "package", "-DskipTests"], cwd=build,
                               capture_output=True, text=True, check=False)
-        if proc.returncode != 0 or not classpath_file.is_file():
+        if proc.returncode != 0 or not (build / product).is_file():
             shutil.rmtree(build / "target", ignore_errors=True)
-            raise ServerError("Maven failed to build the Neo4j launcher:\n" + (proc.stdout + proc.stderr)[-4000:])
-    return [str(build / "target" / "classes")] + classpath_file.read_text().strip().split(os.pathsep)
+            raise ServerError(f"Maven failed to build {what}:\n" + (proc.stdout + proc.stderr)[-4000:])
+    return build
+
+
+def build_launcher(progress=print) -> list[str]:
+    """Build graphs/jvm with Maven once per source version; return the java classpath entries."""
+    if java_version() < 17:
+        raise ServerError("the local Neo4j 5.26 needs Java 17 or newer")
+    build = maven_build(_source_dir(), "target/classpath.txt", f"the Neo4j {NEO4J_VERSION} launcher", progress)
+    classpath = (build / "target" / "classpath.txt").read_text().strip().split(os.pathsep)
+    return [str(build / "target" / "classes")] + classpath
 
 
 def _port_free(port: int) -> bool:
@@ -257,6 +296,8 @@ def _serve_locked(worlds: list[str], *, timeout: float, progress) -> ServerState
     ready.unlink(missing_ok=True)
     ports = _allocate_ports(worlds, previous.ports if previous is not None else None)
     lines = [f"worlds={','.join(worlds)}", f"ready_file={ready}", f"watchdog.grace_ms={int(WATCHDOG_GRACE_S * 1000)}",
+             f"watchdog.interval_ms={int(WATCHDOG_INTERVAL_S * 1000)}",
+             f"watchdog.stop_threads={str(WATCHDOG_STOPS_THREADS).lower()}", f"halt_record={halt_record_path()}",
              f"bolt.max_buffer_bytes={BOLT_MAX_BUFFER_BYTES}"]
     for world, port in ports.items():
         world_home = home / world

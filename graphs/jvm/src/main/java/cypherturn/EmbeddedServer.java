@@ -29,8 +29,9 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  *   ready_file=/path                 written once every DBMS answers, holding the pid
  *   bolt.max_buffer_bytes            the largest buffer Bolt may use, i.e. the largest result record
  *                                    (see CappedAllocator; 0: Netty's default, 2 GiB)
- *   watchdog.grace_ms, watchdog.interval_ms, watchdog.heap_fraction
+ *   watchdog.grace_ms, watchdog.interval_ms, watchdog.heap_fraction, watchdog.stop_threads
  *                                    the transaction watchdog's settings (see Watchdog)
+ *   halt_record=/path                where the watchdog writes which query it halted the JVM for
  *
  * Each DBMS is shut down cleanly on SIGTERM (shutdown hook); SIGKILL leaves recoverable stores.
  */
@@ -115,7 +116,9 @@ public final class EmbeddedServer {
         Thread watchdog = new Thread(new Watchdog(services,
                 Long.parseLong(props.getProperty("watchdog.grace_ms", "5000")),
                 Long.parseLong(props.getProperty("watchdog.interval_ms", "200")),
-                Double.parseDouble(props.getProperty("watchdog.heap_fraction", "0.7"))), "cypherturn-watchdog");
+                Double.parseDouble(props.getProperty("watchdog.heap_fraction", "0.7")),
+                props.getProperty("halt_record") == null ? null : Path.of(props.getProperty("halt_record")),
+                Boolean.parseBoolean(props.getProperty("watchdog.stop_threads", "true"))), "cypherturn-watchdog");
         watchdog.setDaemon(true);
         watchdog.start();
         String readyFile = props.getProperty("ready_file");

@@ -1,8 +1,13 @@
 package cypherturn;
 
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -39,7 +44,12 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
  * a Bolt worker freed by the closed connection serves other clients, whose results a stray ThreadDeath
  * would cut in the middle of a message.
  * The last resort is Runtime.halt, not System.exit, for the same reason: no shutdown hook can wait for a
- * stuck worker; the stores are only read at query time, so nothing is lost.
+ * stuck worker; the stores are only read at query time, so nothing is lost. Before halting it writes the
+ * halt record (JSON: world, query text, kind "timeout" or "memory", reason, time, pid) so that the client
+ * whose query caused the restart reports it as that query's error instead of retrying it (graphs/executor.py).
+ * With stopThreads false it never stops a thread and halts where it would have (what Java 20+, which
+ * cannot stop threads, forces; tests/test_server_halt_attribution.py uses it, with a test-only function
+ * that never checks for termination, to reach the halt path every time on a private server).
  * When the old generation of the heap is fuller than the configured fraction, the query whose thread
  * allocated the most since the last tick is terminated and stopped the same way, before the JVM runs out
  * of memory (which would take every world down).
@@ -58,17 +68,22 @@ final class Watchdog implements Runnable {
     private final long intervalMillis;
     private final double heapFraction;
     private final MemoryPoolMXBean oldGen;
+    private final Path haltRecord;
+    private final boolean stopThreads;
     private final com.sun.management.ThreadMXBean threads =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     private final Map<KernelTransactionHandle, Long> terminatedAt = new HashMap<>();
     private final Map<KernelTransactionHandle, Long> stoppedAt = new HashMap<>();
     private final Map<KernelTransactionHandle, Thread> stoppedThread = new HashMap<>();
     private final Set<KernelTransactionHandle> unstoppable = new HashSet<>();
+    private final Set<KernelTransactionHandle> hungry = new HashSet<>(); // acted on for memory, not time
     private final Map<Long, Long> allocatedBefore = new HashMap<>();
 
     Watchdog(Map<String, DatabaseManagementService> services, long graceMillis, long intervalMillis,
-             double heapFraction) {
+             double heapFraction, Path haltRecord, boolean stopThreads) {
         this.services = services;
+        this.haltRecord = haltRecord;
+        this.stopThreads = stopThreads;
         this.graceNanos = TimeUnit.MILLISECONDS.toNanos(graceMillis);
         this.intervalMillis = intervalMillis;
         this.heapFraction = heapFraction;
@@ -171,17 +186,17 @@ final class Watchdog implements Runnable {
                         }
                     } else if (now - stopped > allowed && stillComputing(t)) {
                         StackTraceElement[] frames = t.getStackTrace();
-                        report("exiting", world, tx, "its thread did not stop (at " + String.join(" < ",
+                        halt(world, tx, "its thread did not stop (at " + String.join(" < ",
                                 java.util.Arrays.stream(frames).limit(4).map(Object::toString).toList())
                                 + "); the JVM halts with code " + EXIT_STUCK + " so that the server is restarted on "
                                 + "the same ports");
-                        Runtime.getRuntime().halt(EXIT_STUCK);
                     }
                 }
             }
         }
         terminatedAt.keySet().retainAll(seen);
         unstoppable.retainAll(seen);
+        hungry.retainAll(seen);
         stoppedAt.keySet().retainAll(seen);
         stoppedThread.keySet().retainAll(seen);
         allocatedBefore.clear();
@@ -197,6 +212,7 @@ final class Watchdog implements Runnable {
             if (used > heapFraction * max && hungriestBytes > MIN_HUNGRY_BYTES) {
                 hungriest.markForTermination(Status.General.TransactionOutOfMemoryError);
                 terminatedAt.put(hungriest, now);
+                hungry.add(hungriest);
                 stop(hungriestWorld, hungriestDb, hungriest, queryThread(hungriest), String.format(
                         "the old generation holds %d MiB of a %d MiB heap and this query allocated the most "
                                 + "(%d MiB in the last %d ms)", used >> 20, max >> 20, hungriestBytes >> 20,
@@ -286,14 +302,17 @@ final class Watchdog implements Runnable {
             report("closed the connection of", world, tx, why + "; its thread " + thread.getName()
                     + " is sending the result or freeing memory, where stopping it could take the JVM down");
         } else {
-            report("stopped thread " + thread.getName() + " of", world, tx, why);
             try {
+                if (!stopThreads) {
+                    throw new UnsupportedOperationException("watchdog.stop_threads=false");
+                }
+                report("stopped thread " + thread.getName() + " of", world, tx, why);
                 // Java 17: the only way to end a computation that never checks for termination
                 thread.stop();
             } catch (UnsupportedOperationException e) {
                 // Java 20+ cannot stop threads: restarting the server is the only way left
-                report("exiting", world, tx, "this Java cannot stop threads; the JVM halts with code " + EXIT_STUCK);
-                Runtime.getRuntime().halt(EXIT_STUCK);
+                halt(world, tx, why + "; this Java cannot stop threads (" + e.getMessage()
+                        + "); the JVM halts with code " + EXIT_STUCK);
             }
         }
         // the client gave up long ago; closing its connection rolls the transaction back and frees it
@@ -309,6 +328,43 @@ final class Watchdog implements Runnable {
                 report("could not close the connection of", world, tx, e.toString());
             }
         });
+    }
+
+    /** The last resort: the halt record first (see the class comment), then Runtime.halt. */
+    private void halt(String world, KernelTransactionHandle tx, String why) {
+        report("exiting", world, tx, why);
+        if (haltRecord != null) {
+            String query = tx.executingQuery().map(ExecutingQuery::rawQueryText).orElse("");
+            String json = "{\"world\": " + quote(world) + ", \"query\": " + quote(query) + ", \"kind\": "
+                    + quote(hungry.contains(tx) ? "memory" : "timeout") + ", \"reason\": " + quote(why)
+                    + ", \"time_ms\": " + System.currentTimeMillis() + ", \"pid\": " + ProcessHandle.current().pid()
+                    + "}\n";
+            try {
+                Path tmp = haltRecord.resolveSibling(haltRecord.getFileName() + ".tmp");
+                Files.writeString(tmp, json, StandardCharsets.UTF_8);
+                Files.move(tmp, haltRecord, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException | RuntimeException e) {
+                System.out.println("WATCHDOG could not write the halt record " + haltRecord + ": " + e);
+            }
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(EXIT_STUCK);
+    }
+
+    /** ``text`` as a JSON string. */
+    private static String quote(String text) {
+        StringBuilder out = new StringBuilder(text.length() + 2).append('"');
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == '"' || c == '\\') {
+                out.append('\\').append(c);
+            } else if (c < 0x20 || c == 0x2028 || c == 0x2029 || Character.isSurrogate(c)) {
+                out.append(String.format("\\u%04x", (int) c));
+            } else {
+                out.append(c);
+            }
+        }
+        return out.append('"').toString();
     }
 
     private static long millis(long nanos) {
