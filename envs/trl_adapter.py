@@ -74,9 +74,10 @@ from typing import Any, Callable, Iterable
 
 from benchmark.session import Session
 from envs import prompts
-from envs.actions import Action, action_from_tool_call, tool_call_text
+from envs.actions import Action, ParseError, action_from_tool_call, parse_action, tool_call_text
 from envs.env import PROTOCOLS, CypherTurnEnv, EnvConfig, env_config, load_dataset
 from graphs.errors import InfrastructureError, InputError, ResetNeeded
+from rewards.completions import completion_text
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")
 TURN_OVER = ("[The turn is over: your answer for this question is recorded. Do not call more tools; "
@@ -172,8 +173,6 @@ class CypherTurnToolEnv:
         """The rollout's final text (the completion's last assistant message, which has no tool call) is
         what the evaluator would send the environment next: when the turn is still open and the text
         parses as an action (e.g. the GRPO paper's ``<answer>`` format, a SUBMIT_ANSWER), it is played."""
-        from envs.actions import ParseError, parse_action
-
         if self._env is None or self._turn_index is None or self._over or not text or not text.strip():
             return
         if isinstance(parse_action(text), ParseError):
@@ -368,8 +367,6 @@ def env_reward(prompts=None, completions=None, environments=None, **kwargs) -> l
     if environments is None:
         raise InputError("env_reward needs GRPOTrainer(environment_factory=...): no environments were passed")
     if completions is not None:
-        from rewards.completions import completion_text
-
         for env, completion in zip(environments, completions):
             env._answer_text(completion_text(completion))
     return [e._score() for e in environments]

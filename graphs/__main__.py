@@ -8,6 +8,11 @@ import sys
 
 from graphs import connections, server
 from graphs.cli import error, run_command
+from graphs.executor import executor
+from graphs.generator import generate
+from graphs.loader import load_world, read_summary
+from graphs.schema import introspect
+from graphs.search import SearchError, search_values
 from graphs.spec import all_specs, get_spec
 
 
@@ -43,9 +48,6 @@ def cmd_stop(args) -> int:
 def cmd_load(args) -> int:
     from tqdm import tqdm
 
-    from graphs.generator import generate
-    from graphs.loader import load_world
-
     specs = _worlds(args.worlds)
     _ensure_local()
     total = 0
@@ -68,9 +70,6 @@ def cmd_load(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from graphs.generator import generate
-    from graphs.loader import read_summary
-
     external = connections.external_config() is not None
     state = None if external else server.running_state()
     out = []
@@ -106,8 +105,6 @@ def cmd_status(args) -> int:
 
 
 def cmd_query(args) -> int:
-    from graphs.executor import executor
-
     _ensure_local(args.world)
     result = executor(args.world).run(args.cypher, timeout=args.timeout, max_rows=args.max_rows)
     if args.json:
@@ -124,8 +121,6 @@ def cmd_query(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    from graphs.schema import introspect
-
     _ensure_local(args.world)
     schema = introspect(args.world)
     print(json.dumps(schema.to_dict(), indent=1) if args.json else schema.to_text())
@@ -133,8 +128,6 @@ def cmd_schema(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from graphs.search import SearchError, search_values
-
     _ensure_local(args.world)
     try:
         result = search_values(args.world, args.label, args.property, args.query)

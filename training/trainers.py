@@ -31,7 +31,12 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from benchmark.session import read_sessions
+from envs.models import load_causal_lm, load_tokenizer
+from envs.prompts import GUIDED_CAP
 from graphs.errors import InputError
+import rewards
+from rewards.registry import stated_weight
 from training.config import (CypherTurnDataArguments, CypherTurnGRPOArguments, CypherTurnSFTArguments,
                              RecipeError)
 
@@ -43,8 +48,6 @@ MARKER = "cypherturn.json"
 def load_sessions(args: CypherTurnDataArguments) -> list:
     """The training sessions: ``args.dataset``, or a training build made on demand (``cached_dataset``:
     built once per code and spec version; the ranks of a multi-process run wait for one builder)."""
-    from benchmark.session import read_sessions
-
     if args.dataset:
         path = Path(args.dataset)
         if not path.exists():
@@ -82,8 +85,6 @@ def load_for_training(model_args, gradient_checkpointing: bool = False, lora_lay
     gets TRL's LoRA config when ``use_peft`` (on the top ``lora_layers`` layers only, when given)."""
     from transformers import AutoTokenizer
     from trl import get_peft_config
-
-    from envs.models import load_causal_lm, load_tokenizer
 
     name = model_args.model_name_or_path
     if not name:
@@ -292,9 +293,7 @@ def resolve_rewards(specs: list, *, multi_turn: bool,
     ``recipe_weights`` (``GRPOConfig.reward_weights``), when set, are the weights; a spec may state a weight
     too only where it is the same, else ``RecipeError`` names both settings. A spec that states no weight
     weighs 1 when the recipe sets none."""
-    import rewards
     from envs.trl_adapter import env_reward
-    from rewards.registry import stated_weight
 
     funcs: list = []
     weights: list[float] = []
@@ -330,8 +329,6 @@ def max_tool_calling_iterations(rows: list[dict], sessions: list, budget_multipl
     rollout take, so that none is cut before the environment ends its turn. Each tool call is one action.
     Guided: ``GUIDED_CAP`` a turn. Agentic: no cap a turn, only the session's budget; a rollout at turn k
     starts with the even share (T - k) x m of it (``envs.trl_adapter``) and may spend all of it there."""
-    from envs.prompts import GUIDED_CAP
-
     turns = {s.id: len(s.turns) for s in sessions}
     return max(GUIDED_CAP if row["protocol"] == "guided" else (turns[row["session"]] - row["turn"]) * budget_multiplier
                for row in rows)
