@@ -110,18 +110,13 @@ def recipe_settings(recipe: Path) -> tuple[dict, dict, dict]:
     return grpo, lora, {k: v for k, v in raw.items() if k not in names}
 
 
-def run_variant(args, name: str) -> dict:
-    """One variant in this process: a few GRPO steps; returns its measurements."""
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+def variant_config(args, name: str, grpo: dict, cuda: bool):
+    """(GRPOConfig, prompt tokens) of a variant: the recipe's GRPO settings with the variant's overrides, HF
+    generation, ``args.steps`` steps each logged, nothing saved; short lengths with ``--tiny``."""
+    from trl import GRPOConfig
 
-    what, overrides, prompt_tokens = VARIANTS[name]
+    _, overrides, prompt_tokens = VARIANTS[name]
     prompt_tokens = prompt_tokens or args.prompt_tokens
-    cuda = torch.cuda.is_available() and not args.tiny
-    grpo, lora, other = recipe_settings(Path(args.recipe))
     settings = {**grpo, **overrides, "use_vllm": False, "output_dir": str(Path(args.out) / "trainer" / name),
                 "max_steps": args.steps, "save_strategy": "no", "report_to": "none", "logging_steps": 1,
                 "log_completions": False, "seed": 0, "bf16": cuda, "use_cpu": not cuda}
@@ -129,32 +124,39 @@ def run_variant(args, name: str) -> dict:
         prompt_tokens = min(prompt_tokens, args.tiny_prompt_tokens)
         settings["max_completion_length"] = min(settings.get("max_completion_length", 768), args.tiny_completion_tokens)
     settings.pop("max_tool_calling_iterations", None)  # no environment: one generation per rollout
-    config = GRPOConfig(**settings)
+    return GRPOConfig(**settings), prompt_tokens
 
-    dtype = torch.bfloat16 if cuda else torch.float32
-    t0 = time.perf_counter()
-    model = random_model(TINY if args.tiny else QWEN25_3B, dtype, "cuda" if cuda else "cpu")
-    build_s = time.perf_counter() - t0
-    tok = word_tokenizer(model.config.vocab_size)
-    params = sum(p.numel() for p in model.parameters())
 
-    g = config.num_generations
-    prompts_per_step = config.per_device_train_batch_size * config.gradient_accumulation_steps // g
+def random_prompts(n: int, tokens: int) -> list[dict]:
+    """``n`` seeded prompts of ``tokens`` random words each (one token a word, see word_tokenizer)."""
     rng = random.Random(0)
-    n_prompts = max(prompts_per_step * args.steps, 1)
-    rows = [{"prompt": " ".join(f"w{rng.randrange(100, 151_000)}" for _ in range(prompt_tokens))}
-            for _ in range(n_prompts)]
+    return [{"prompt": " ".join(f"w{rng.randrange(100, 151_000)}" for _ in range(tokens))} for _ in range(n)]
 
+
+def random_reward_func():
+    """A reward of seeded random numbers: advantages are not zero, so every step trains."""
     reward_rng = random.Random(1)
 
     def random_reward(completions, **kwargs):
         return [reward_rng.random() for _ in completions]
 
-    peft = LoraConfig(r=lora.get("lora_r", 16), lora_alpha=lora.get("lora_alpha", 32),
+    return random_reward
+
+
+def lora_config(lora: dict):
+    from peft import LoraConfig
+
+    return LoraConfig(r=lora.get("lora_r", 16), lora_alpha=lora.get("lora_alpha", 32),
                       lora_dropout=lora.get("lora_dropout", 0.05),
                       target_modules=lora.get("lora_target_modules", "all-linear"), task_type="CAUSAL_LM")
-    trainer = GRPOTrainer(model=model, reward_funcs=[random_reward], args=config,
-                          train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft)
+
+
+def clock_steps(trainer, cuda: bool):
+    """Times every training step and the generation inside it (CUDA synchronised, so the times are the
+    GPU's): wraps the model's ``generate`` and adds a callback, whose ``steps`` and ``gen_per_step`` fill
+    as the trainer runs."""
+    import torch
+    from transformers import TrainerCallback
 
     gen_seconds: list[float] = []
     target = trainer.model
@@ -187,19 +189,57 @@ def run_variant(args, name: str) -> dict:
 
     clock = StepClock()
     trainer.add_callback(clock)
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    trainer.train()
-    logs = [entry for entry in trainer.state.log_history if "loss" in entry or "completions/mean_length" in entry]
+    return clock
+
+
+def step_figures(log_history: list[dict], clock, grpo: dict, other: dict, prompts_per_step: int) -> dict:
+    """Step times (the first apart, as warm-up), completion lengths, losses and the recipe's projected run."""
+    logs = [entry for entry in log_history if "loss" in entry or "completions/mean_length" in entry]
     lengths = [e["completions/mean_length"] for e in logs if "completions/mean_length" in e]
     timed = clock.steps[1:] or clock.steps
     gen = clock.gen_per_step[1:] or clock.gen_per_step
     step_s = statistics.median(timed)
     epochs = float(grpo.get("num_train_epochs") or 1)
     full_steps = math.ceil(int(other.get("max_examples") or 1000) * epochs / max(prompts_per_step, 1))
+    return {
+        "step_s": [round(s, 2) for s in clock.steps], "median_step_s": round(step_s, 2),
+        "generation_s_per_step": round(statistics.median(gen), 2) if gen else None,
+        "completion_mean_length": lengths,
+        "losses": [e.get("loss") for e in logs if "loss" in e],
+        "recipe_steps": full_steps, "projected_hours": round(full_steps * step_s / 3600, 1),
+    }
+
+
+def run_variant(args, name: str) -> dict:
+    """One variant in this process: a few GRPO steps; returns its measurements."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    cuda = torch.cuda.is_available() and not args.tiny
+    grpo, lora, other = recipe_settings(Path(args.recipe))
+    config, prompt_tokens = variant_config(args, name, grpo, cuda)
+
+    dtype = torch.bfloat16 if cuda else torch.float32
+    t0 = time.perf_counter()
+    model = random_model(TINY if args.tiny else QWEN25_3B, dtype, "cuda" if cuda else "cpu")
+    build_s = time.perf_counter() - t0
+    tok = word_tokenizer(model.config.vocab_size)
+    params = sum(p.numel() for p in model.parameters())
+
+    g = config.num_generations
+    prompts_per_step = config.per_device_train_batch_size * config.gradient_accumulation_steps // g
+    rows = random_prompts(max(prompts_per_step * args.steps, 1), prompt_tokens)
+    peft = lora_config(lora)
+    trainer = GRPOTrainer(model=model, reward_funcs=[random_reward_func()], args=config,
+                          train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft)
+    clock = clock_steps(trainer, cuda)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    trainer.train()
     gib = 1 << 30
     return {
-        "variant": name, "what": what, "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "variant": name, "what": VARIANTS[name][0], "device": torch.cuda.get_device_name() if cuda else "cpu",
         "model": "tiny Qwen2 (vocabulary 151,936)" if args.tiny else "Qwen2.5-3B architecture, random weights",
         "parameters": params, "model_build_s": round(build_s, 1), "dtype": str(dtype).replace("torch.", ""),
         "prompt_tokens": prompt_tokens, "max_completion_length": config.max_completion_length,
@@ -209,11 +249,7 @@ def run_variant(args, name: str) -> dict:
         "cache_implementation": config.cache_implementation, "lora_r": peft.r,
         "peak_allocated_gib": round(torch.cuda.max_memory_allocated() / gib, 2) if cuda else None,
         "peak_reserved_gib": round(torch.cuda.max_memory_reserved() / gib, 2) if cuda else None,
-        "step_s": [round(s, 2) for s in clock.steps], "median_step_s": round(step_s, 2),
-        "generation_s_per_step": round(statistics.median(gen), 2) if gen else None,
-        "completion_mean_length": lengths,
-        "losses": [e.get("loss") for e in logs if "loss" in e],
-        "recipe_steps": full_steps, "projected_hours": round(full_steps * step_s / 3600, 1),
+        **step_figures(trainer.state.log_history, clock, grpo, other, prompts_per_step),
     }
 
 
