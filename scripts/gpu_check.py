@@ -268,7 +268,7 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--recipe", default=str(ROOT / "configs" / "qwen2.5-3b_grpo.yaml"))
     ap.add_argument("--out", default=os.environ.get("OUT") or "runs/gpu_check")
@@ -283,6 +283,56 @@ def main() -> int:
     ap.add_argument("--tiny-prompt-tokens", type=int, default=64)
     ap.add_argument("--tiny-completion-tokens", type=int, default=16)
     ap.add_argument("--run-variant", help=argparse.SUPPRESS)
+    return ap
+
+
+def variant_in_subprocess(args, name: str, out: Path, limit: float) -> dict:
+    """Runs one variant in its own process (``--run-variant``), stopped after ``limit`` seconds: its
+    measurements, or its error (out of memory, stopped, failed; the log is ``OUT/variant-NAME.log``)."""
+    cmd = [sys.executable, __file__, "--run-variant", name, "--recipe", args.recipe, "--out", str(out),
+           "--steps", str(args.steps), "--prompt-tokens", str(args.prompt_tokens),
+           "--tiny-prompt-tokens", str(args.tiny_prompt_tokens),
+           "--tiny-completion-tokens", str(args.tiny_completion_tokens)] + (["--tiny"] if args.tiny else [])
+    log = out / f"variant-{name}.log"
+    try:
+        with open(log, "w") as f:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=limit).returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    target = out / f"variant-{name}.json"
+    if rc == 0 and target.is_file():
+        return json.loads(target.read_text())
+    if rc is None:
+        return {"variant": name, "error": f"stopped after {limit:.0f} s (see {log.name})"}
+    text = log.read_text(errors="replace")
+    oom = "out of memory" in text.lower() or "OutOfMemoryError" in text
+    return {"variant": name, "error": "out of memory" if oom else f"failed (exit {rc}): see {log.name}"}
+
+
+def summary_line(r: dict) -> str:
+    return "    " + (r["error"] if "error" in r else
+                      f"peak {r['peak_allocated_gib']} GiB allocated, {r['peak_reserved_gib']} GiB reserved, "
+                      f"{r['median_step_s']} s/step ({r['generation_s_per_step']} s generating), steps {r['step_s']}")
+
+
+def run_variants(args, names: list[str], out: Path) -> list[dict]:
+    """Each variant in its own process, in turn, while the time budget lasts (a variant not started is
+    reported as not run); prints a line as each starts and ends."""
+    start, results = time.perf_counter(), []
+    for name in names:
+        elapsed = time.perf_counter() - start
+        if elapsed > args.budget_s:
+            results.append({"variant": name, "error": f"not run: {elapsed:.0f} s of the {args.budget_s:.0f} s budget used"})
+            continue
+        print(f"[{elapsed:5.0f} s] {name}: {VARIANTS[name][0]}", flush=True)
+        limit = max(60.0, args.budget_s + args.grace_s - elapsed)  # the whole check ends by budget + grace
+        results.append(variant_in_subprocess(args, name, out, limit))
+        print(summary_line(results[-1]), flush=True)
+    return results
+
+
+def main() -> int:
+    ap = build_parser()
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -295,38 +345,7 @@ def main() -> int:
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variant(s) {unknown}; choose from {list(VARIANTS)}")
-    start, results = time.perf_counter(), []
-    for name in names:
-        elapsed = time.perf_counter() - start
-        if elapsed > args.budget_s:
-            results.append({"variant": name, "error": f"not run: {elapsed:.0f} s of the {args.budget_s:.0f} s budget used"})
-            continue
-        print(f"[{elapsed:5.0f} s] {name}: {VARIANTS[name][0]}", flush=True)
-        cmd = [sys.executable, __file__, "--run-variant", name, "--recipe", args.recipe, "--out", str(out),
-               "--steps", str(args.steps), "--prompt-tokens", str(args.prompt_tokens),
-               "--tiny-prompt-tokens", str(args.tiny_prompt_tokens),
-               "--tiny-completion-tokens", str(args.tiny_completion_tokens)] + (["--tiny"] if args.tiny else [])
-        log = out / f"variant-{name}.log"
-        limit = max(60.0, args.budget_s + args.grace_s - elapsed)  # the whole check ends by budget + grace
-        try:
-            with open(log, "w") as f:
-                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=limit).returncode
-        except subprocess.TimeoutExpired:
-            rc = None
-        target = out / f"variant-{name}.json"
-        if rc == 0 and target.is_file():
-            results.append(json.loads(target.read_text()))
-        elif rc is None:
-            results.append({"variant": name, "error": f"stopped after {limit:.0f} s (see {log.name})"})
-        else:
-            text = log.read_text(errors="replace")
-            oom = "out of memory" in text.lower() or "OutOfMemoryError" in text
-            results.append({"variant": name, "error": "out of memory" if oom else f"failed (exit {rc}): see {log.name}"})
-        r = results[-1]
-        print("    " + (r["error"] if "error" in r else
-                        f"peak {r['peak_allocated_gib']} GiB allocated, {r['peak_reserved_gib']} GiB reserved, "
-                        f"{r['median_step_s']} s/step ({r['generation_s_per_step']} s generating), steps {r['step_s']}"),
-              flush=True)
+    results = run_variants(args, names, out)
     (out / "gpu_check.json").write_text(json.dumps(results, indent=2))
     (out / "gpu_check.md").write_text(table(results) + "\n")
     print(table(results))
