@@ -244,23 +244,18 @@ def _revise(world: str, turn: Turn, cypher: str, execute: Execute) -> tuple[Turn
                    gold_rows=[list(r) for r in result.rows]), None
 
 
-def import_reviews(sessions: list[Session], sheet_a: str | Path, sheet_b: str | Path, *,
-                   execute: Execute = _executor.execute) -> ReviewOutcome:
-    """Merge two annotators' sheets over ``sessions`` into a ``ReviewOutcome`` (see the module doc).
-    ``sessions`` is not modified."""
-    rev_a = read_review_sheet(sheet_a, sessions)
-    rev_b = read_review_sheet(sheet_b, sessions)
-    keys = [(s.id, t.index) for s in sessions for t in s.turns]
+def _agreement(keys: list[tuple[str, int]], rev_a: dict, rev_b: dict) -> dict:
+    """How the two annotators agree over ``keys``: the decision confusion matrix, the disagreements,
+    Cohen's kappa on keep / reject with its observed and expected agreement, and the agreement on the
+    decisions themselves (ReviewOutcome's fields)."""
     dec_a = [rev_a[k].decision for k in keys]
     dec_b = [rev_b[k].decision for k in keys]
-
     confusion = {x: {y: 0 for y in DECISIONS} for x in DECISIONS}
     for x, y in zip(dec_a, dec_b):
         confusion[x][y] += 1
     disagreements = [Disagreement(sid, i, rev_a[(sid, i)].decision, rev_b[(sid, i)].decision,
                                   rev_a[(sid, i)].comment, rev_b[(sid, i)].comment)
                      for sid, i in keys if rev_a[(sid, i)].decision != rev_b[(sid, i)].decision]
-
     bin_a, bin_b = [_binary(d) for d in dec_a], [_binary(d) for d in dec_b]
     if keys:
         observed, expected = agreement(bin_a, bin_b)
@@ -268,7 +263,14 @@ def import_reviews(sessions: list[Session], sheet_a: str | Path, sheet_b: str | 
         decision_agreement = agreement(dec_a, dec_b)[0]
     else:
         observed = expected = kappa = decision_agreement = 1.0  # nothing reviewed, nothing disputed
+    return dict(kappa=kappa, disagreements=disagreements, observed_agreement=observed,
+                expected_agreement=expected, kappa_degenerate=len(set(bin_a) | set(bin_b)) == 1,
+                decision_agreement=decision_agreement, confusion=confusion)
 
+
+def _merge(sessions: list[Session], rev_a: dict, rev_b: dict, execute: Execute) -> dict:
+    """The sessions kept (none of whose turns both annotators rejected), each turn with its revised gold
+    where one was given and runs (A's when both revised); the counts and the revisions that failed."""
     kept: list[Session] = []
     n_revised = n_rejected = n_dropped = 0
     errors: list[tuple[str, int, str]] = []
@@ -294,13 +296,19 @@ def import_reviews(sessions: list[Session], sheet_a: str | Path, sheet_b: str | 
                 n_revised += 1
                 turns.append(revised)
         kept.append(replace(s, turns=turns))
+    return dict(sessions=kept, n_revised=n_revised, n_rejected_turns=n_rejected, n_dropped_sessions=n_dropped,
+                revision_errors=errors)
 
-    return ReviewOutcome(
-        sessions=kept, kappa=kappa, n_turns=len(keys), n_revised=n_revised, n_rejected_turns=n_rejected,
-        n_dropped_sessions=n_dropped, revision_errors=errors, disagreements=disagreements,
-        n_sessions=len(sessions), observed_agreement=observed, expected_agreement=expected,
-        kappa_degenerate=len(set(bin_a) | set(bin_b)) == 1, decision_agreement=decision_agreement,
-        confusion=confusion, sheet_a=str(sheet_a), sheet_b=str(sheet_b))
+
+def import_reviews(sessions: list[Session], sheet_a: str | Path, sheet_b: str | Path, *,
+                   execute: Execute = _executor.execute) -> ReviewOutcome:
+    """Merge two annotators' sheets over ``sessions`` into a ``ReviewOutcome`` (see the module doc).
+    ``sessions`` is not modified."""
+    rev_a = read_review_sheet(sheet_a, sessions)
+    rev_b = read_review_sheet(sheet_b, sessions)
+    keys = [(s.id, t.index) for s in sessions for t in s.turns]
+    return ReviewOutcome(n_turns=len(keys), n_sessions=len(sessions), sheet_a=str(sheet_a), sheet_b=str(sheet_b),
+                         **_agreement(keys, rev_a, rev_b), **_merge(sessions, rev_a, rev_b, execute))
 
 
 # -- report ---------------------------------------------------------------------------------------

@@ -61,6 +61,68 @@ def _check_worlds(worlds: list[str]) -> dict[str, str]:
     return checksums
 
 
+def _split_specs(split: str, worlds: list[str] | None):
+    """The specs of ``split``'s worlds, or of the ``worlds`` named (each must belong to the split)."""
+    specs = all_specs(SPLITS[split])
+    if worlds:
+        unknown = sorted(set(worlds) - {s.world for s in specs})
+        if unknown:
+            raise BuildError(f"worlds {unknown} are not {SPLITS[split]} worlds; choose from "
+                             f"{[s.world for s in specs]}")
+        specs = [s for s in specs if s.world in worlds]
+    return specs
+
+
+def _plan(specs: list, n_sessions: int, seed: int, split: str) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """(world -> sessions to build, world -> their personas): the sessions shared out over the worlds in
+    turn, the personas near-uniform over the whole split."""
+    quotas = {s.world: n_sessions // len(specs) + (i < n_sessions % len(specs)) for i, s in enumerate(specs)}
+    plan = persona_plan(n_sessions, random.Random(f"{seed}:{split}:personas"))
+    personas, start = {}, 0
+    for s in specs:
+        personas[s.world] = plan[start:start + quotas[s.world]]
+        start += quotas[s.world]
+    return quotas, personas
+
+
+def _world_sessions(builder: WorldBuilder, seed: int, split: str, quota: int, personas: list[str],
+                    kept_one: Callable[[], None]) -> list[Session]:
+    """``quota`` sessions of one world, session number n from its own seeded rng (so a world's sessions
+    do not depend on the others'); too many dropped sessions stop the build."""
+    world = builder.spec.world
+    kept, number = [], 0
+    while len(kept) < quota:
+        if number > 5 * quota + 20:
+            raise BuildError(f"world {world}: too many dropped sessions ({builder.gate_failures})")
+        rng = session_rng(seed, split, world, number)
+        number += 1
+        session = builder.build_session(f"{world}-{len(kept):04d}", personas[len(kept)], turn_count(rng), rng)
+        if session is not None:
+            kept.append(session)
+            kept_one()
+    return kept
+
+
+def _gate_failures(builders) -> dict[str, int]:
+    """Every builder's gate failures summed, by gate name."""
+    gate_failures: dict[str, int] = {}
+    for b in builders:
+        for gate, n in b.gate_failures.items():
+            gate_failures[gate] = gate_failures.get(gate, 0) + n
+    return dict(sorted(gate_failures.items()))
+
+
+def _rewrite_totals(builders) -> dict:
+    """The LLM rewrite pass's counts summed over the builders, its rejection reasons by name."""
+    totals = collections.Counter()
+    reasons = collections.Counter()
+    for b in builders:
+        stats = b.rewrite_stats.as_dict()
+        reasons.update(stats.pop("reasons"))
+        totals.update(stats)
+    return {**totals, "reasons": dict(sorted(reasons.items()))}
+
+
 def build(split: str, out: str | Path, *, seed: int | None = None, sessions: int | None = None,
           worlds: list[str] | None = None, progress: Callable[[int], None] = lambda n: None,
           hf: bool = True, workers: int = 4, rewriter=None) -> BuildResult:
@@ -71,59 +133,28 @@ def build(split: str, out: str | Path, *, seed: int | None = None, sessions: int
     n_sessions = DEFAULT_SESSIONS[split] if sessions is None else sessions
     if n_sessions < 1:
         raise BuildError("--sessions must be at least 1")
-    specs = all_specs(SPLITS[split])
-    if worlds:
-        unknown = sorted(set(worlds) - {s.world for s in specs})
-        if unknown:
-            raise BuildError(f"worlds {unknown} are not {SPLITS[split]} worlds; choose from "
-                             f"{[s.world for s in specs]}")
-        specs = [s for s in specs if s.world in worlds]
+    specs = _split_specs(split, worlds)
     checksums = _check_worlds([s.world for s in specs])
-    quotas = {s.world: n_sessions // len(specs) + (i < n_sessions % len(specs)) for i, s in enumerate(specs)}
-    plan = persona_plan(n_sessions, random.Random(f"{seed}:{split}:personas"))
-    personas, start = {}, 0
-    for s in specs:
-        personas[s.world] = plan[start:start + quotas[s.world]]
-        start += quotas[s.world]
+    quotas, personas = _plan(specs, n_sessions, seed, split)
     lock = threading.Lock()
     builders = {s.world: WorldBuilder(s, SafeExecutor(s.world, timeout=60.0), rewriter=rewriter,
                                            split=split) for s in specs}
 
-    def world_sessions(world: str) -> list[Session]:
-        builder, kept, number = builders[world], [], 0
-        while len(kept) < quotas[world]:
-            if number > 5 * quotas[world] + 20:
-                raise BuildError(f"world {world}: too many dropped sessions ({builder.gate_failures})")
-            rng = session_rng(seed, split, world, number)
-            number += 1
-            session = builder.build_session(f"{world}-{len(kept):04d}", personas[world][len(kept)],
-                                            turn_count(rng), rng)
-            if session is not None:
-                kept.append(session)
-                with lock:
-                    progress(1)
-        return kept
+    def kept_one() -> None:
+        with lock:  # the worlds build in threads; progress is called from one at a time
+            progress(1)
+
+    def one_world(world: str) -> list[Session]:
+        return _world_sessions(builders[world], seed, split, quotas[world], personas[world], kept_one)
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
         try:
-            per_world = dict(zip([s.world for s in specs], pool.map(world_sessions, [s.world for s in specs])))
+            per_world = dict(zip([s.world for s in specs], pool.map(one_world, [s.world for s in specs])))
         except BuildUnavailable as exc:
             raise BuildError(f"Neo4j became unreachable during the build: {exc}") from exc
     all_sessions = [sess for s in specs for sess in per_world[s.world]]
-    gate_failures: dict[str, int] = {}
-    for b in builders.values():
-        for gate, n in b.gate_failures.items():
-            gate_failures[gate] = gate_failures.get(gate, 0) + n
-    extra = {}
-    if rewriter is not None:
-        totals = collections.Counter()
-        reasons = collections.Counter()
-        for b in builders.values():
-            stats = b.rewrite_stats.as_dict()
-            reasons.update(stats.pop("reasons"))
-            totals.update(stats)
-        extra["rewrite"] = {**totals, "reasons": dict(sorted(reasons.items()))}
-    result = write_build(out, split, seed, all_sessions, checksums, dict(sorted(gate_failures.items())), hf=hf,
+    extra = {"rewrite": _rewrite_totals(builders.values())} if rewriter is not None else {}
+    result = write_build(out, split, seed, all_sessions, checksums, _gate_failures(builders.values()), hf=hf,
                          extra=extra)
     result.db_seconds = sum(b.db_ms for b in builders.values()) / 1000.0
     return result

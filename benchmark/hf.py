@@ -173,34 +173,34 @@ and counted in `stats.md`):
 """
 
 
-def render_card(sessions: list[Session], manifest: dict) -> str:
-    """The dataset card (``README.md`` with YAML front matter) for ``sessions``."""
-    st = stats_dict(sessions)
-    split = manifest.get("split") or "train"
-    license_id = manifest.get("license", "apache-2.0")
-    front = [
-        "---",
-        f"license: {license_id}",
-        "language:",
-        "- en",
-        "task_categories:",
-        "- text-generation",
-        "- question-answering",
-        "tags:",
-        "- text-to-cypher",
-        "- cypher",
-        "- neo4j",
-        "- knowledge-graph",
-        "- conversational",
-        "- multi-turn",
-        "pretty_name: CypherTurn Gym",
-        "size_categories:",
-        f"- {_size_category(st['sessions'])}",
-        "---",
-    ]
+GENERATION_DOC = """\
+Sessions are generated, not collected: a seeded generator builds each synthetic world (its schema, \
+entities and values) and loads it into Neo4j; a session builder samples a persona and a chain of \
+phenomena, instantiates query and utterance templates from the generator's own intermediate \
+representation (so the gold key-values and triples are exact, not parsed from text), and executes every \
+gold query through the read-only safe executor to record the gold result. The same seed rebuilds a \
+byte-identical dataset. An optional LLM rewrite pass may restyle utterances for naturalness; a rewrite is \
+kept only if it preserves every entity name and value verbatim. The `train` and `test` splits draw their \
+wordings (lead-ins, phrasings, persona phrases) from disjoint pools, so a model trained on `train` cannot \
+score on `test` by recognising phrasings. Phenomenon labels are the paper's 13: a minimum is labelled \
+`AGG_MAX`, the extreme-value phenomenon."""
+
+TAGS = ("text-to-cypher", "cypher", "neo4j", "knowledge-graph", "conversational", "multi-turn")
+
+
+def _front_matter(n_sessions: int, license_id: str) -> list[str]:
+    """The card's YAML front matter (the metadata the Hub indexes)."""
+    return ["---", f"license: {license_id}", "language:", "- en",
+            "task_categories:", "- text-generation", "- question-answering",
+            "tags:", *(f"- {t}" for t in TAGS),
+            "pretty_name: CypherTurn Gym", "size_categories:", f"- {_size_category(n_sessions)}", "---"]
+
+
+def _counts_section(st: dict, split: str) -> list[str]:
+    """The title, the summary and the counts: sessions, turns, per world and per phenomenon."""
     phen = [f"| {k} | {v['count']} | {v['share'] * 100:.1f}% |" for k, v in st["phenomena"].items()]
     worlds = [f"| {w} | {v['sessions']} | {v['turns']} |" for w, v in st["worlds"].items()]
-    body = [
+    return [
         "# CypherTurn Gym",
         "",
         "A conversational Text-to-Cypher benchmark over synthetic Neo4j worlds: multi-turn sessions in "
@@ -224,39 +224,37 @@ def render_card(sessions: list[Session], manifest: dict) -> str:
         *phen,
         "",
     ]
-    body += [
-        "## Fields",
-        "",
-        FIELDS_DOC,
-        "## Splits",
-        "",
+
+
+def _method_sections(split: str) -> list[str]:
+    """What the fields hold, what the splits are, how the sessions were generated and verified."""
+    return [
+        "## Fields", "", FIELDS_DOC,
+        "## Splits", "",
         f"This folder holds the `{split}` split. Each split is its own build "
         "(`python -m benchmark build --split test|train`): `test` runs over the benchmark worlds, "
         "`train` over training worlds whose schemas are disjoint from them.",
         "",
-        "## How it was generated",
-        "",
-        "Sessions are generated, not collected: a seeded generator builds each synthetic world (its "
-        "schema, entities and values) and loads it into Neo4j; a session builder samples a persona and "
-        "a chain of phenomena, instantiates query and utterance templates from the generator's own "
-        "intermediate representation (so the gold key-values and triples are exact, not parsed from "
-        "text), and executes every gold query through the read-only safe executor to record the gold "
-        "result. The same seed rebuilds a byte-identical dataset. An optional LLM rewrite pass may "
-        "restyle utterances for naturalness; a rewrite is kept only if it preserves every entity name "
-        "and value verbatim. The `train` and `test` splits draw their wordings (lead-ins, phrasings, "
-        "persona phrases) from disjoint pools, so a model trained on `train` cannot score on `test` by "
-        "recognising phrasings. Phenomenon labels are the paper's 13: a minimum is labelled `AGG_MAX`, "
-        "the extreme-value phenomenon.",
-        "",
-        "## Verification gates",
-        "",
-        GATES_DOC,
+        "## How it was generated", "", GENERATION_DOC, "",
+        "## Verification gates", "", GATES_DOC,
     ]
+
+
+def _build_section(manifest: dict) -> list[str]:
+    """The gate rejections of this build and its manifest (less the stats the tables show)."""
+    out = []
     failures = manifest.get("gate_failures")
     if isinstance(failures, dict):
-        body += ["Candidate turns rejected by each gate during this build:", "",
-                 *(_counts_lines(failures) if failures else ["- none"]), ""]
-    body += ["## Build manifest", "",
-             "From `manifest.json` (its `stats` are the tables above and `stats.md`):", "",
-             *_counts_lines({k: v for k, v in manifest.items() if k != "stats"}), ""]
-    return "\n".join(front + body)
+        out += ["Candidate turns rejected by each gate during this build:", "",
+                *(_counts_lines(failures) if failures else ["- none"]), ""]
+    return out + ["## Build manifest", "",
+                  "From `manifest.json` (its `stats` are the tables above and `stats.md`):", "",
+                  *_counts_lines({k: v for k, v in manifest.items() if k != "stats"}), ""]
+
+
+def render_card(sessions: list[Session], manifest: dict) -> str:
+    """The dataset card (``README.md`` with YAML front matter) for ``sessions``."""
+    st = stats_dict(sessions)
+    split = manifest.get("split") or "train"
+    return "\n".join(_front_matter(st["sessions"], manifest.get("license", "apache-2.0"))
+                     + _counts_section(st, split) + _method_sections(split) + _build_section(manifest))

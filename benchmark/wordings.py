@@ -86,6 +86,62 @@ class _Reader:
         return tuple(self.wording(w, f"{where}[{i}]") for i, w in enumerate(raw))
 
 
+def _questions(r: _Reader, raw: Any, families: Iterable[str]) -> dict[str, Mapping[str, tuple[str, ...]]]:
+    """family -> register -> core wordings, every family and every register present."""
+    questions: dict[str, Mapping[str, tuple[str, ...]]] = {}
+    for family, regs in r.mapping(raw, "questions", families).items():
+        regs = r.mapping(regs, f"questions.{family}", REGISTERS)
+        questions[family] = MappingProxyType({reg: r.wordings(regs[reg], f"questions.{family}.{reg}")
+                                              for reg in REGISTERS})
+    return questions
+
+
+def _wrapper(r: _Reader, w: Any, at: str, annotated: dict[str, set[str]]) -> str:
+    """One wrapper's text; a wrapper given as a mapping adds its text to the sets its ``turn`` and
+    ``fits`` annotations name."""
+    if isinstance(w, dict):
+        w = r.mapping(w, at)
+        unknown = [k for k in w if k not in ("text", "turn", "fits")]
+        if unknown or "text" not in w:
+            raise r.fail(at, f"a wrapper mapping has 'text' and optionally 'turn', 'fits'; got {list(w)}")
+        for key, allowed in (("turn", TURNS), ("fits", FITS)):
+            if key in w and w[key] not in allowed:
+                raise r.fail(f"{at}.{key}", f"{w[key]!r} is not one of {list(allowed)}")
+            if key in w:
+                annotated[w[key]].add(r.wording(w["text"], at))
+        w = w["text"]
+    text = r.wording(w, at)
+    if "{core}" not in text and "{lc}" not in text:
+        raise r.fail(at, f"{text!r}: a wrapper holds {{core}} or {{lc}}")
+    return text
+
+
+def _personas(r: _Reader, raw: Any, personas: Iterable[str]):
+    """(persona -> register, persona -> wrappers, annotation -> the wrapper texts it marks)."""
+    registers: dict[str, str] = {}
+    wrappers: dict[str, tuple[str, ...]] = {}
+    annotated: dict[str, set[str]] = {"first": set(), "later": set(), "listing": set(), "figure": set()}
+    for persona, style in r.mapping(raw, "personas", personas).items():
+        where = f"personas.{persona}"
+        style = r.mapping(style, where, ("register", "wrappers"))
+        if style["register"] not in REGISTERS:
+            raise r.fail(f"{where}.register", f"{style['register']!r} is not one of {list(REGISTERS)}")
+        registers[persona] = style["register"]
+        if not isinstance(style["wrappers"], list) or not style["wrappers"]:
+            raise r.fail(f"{where}.wrappers", "must be a non-empty list")
+        wrappers[persona] = tuple(_wrapper(r, w, f"{where}.wrappers[{i}]", annotated)
+                                  for i, w in enumerate(style["wrappers"]))
+    # an annotation belongs to a wrapper's text: one used by two personas would carry it to both
+    counts: dict[str, int] = {}
+    for texts in wrappers.values():
+        for t in texts:
+            counts[t] = counts.get(t, 0) + 1
+    for t in sorted(set().union(*annotated.values())):
+        if counts[t] > 1:
+            raise r.fail("personas", f"the annotated wrapper {t!r} appears {counts[t]} times; it must be unique")
+    return registers, wrappers, annotated
+
+
 def load_wordings(path: str | Path | None = None, *, families: Iterable[str], personas: Iterable[str],
                   ambiguous: Iterable[str]) -> Wordings:
     """The wordings of ``path`` (default: the shipped ``benchmark/wordings.yaml``), checked to name
@@ -100,52 +156,8 @@ def load_wordings(path: str | Path | None = None, *, families: Iterable[str], pe
     except yaml.YAMLError as exc:
         raise WordingsError(f"wordings file {path}: not valid YAML: {exc}") from exc
     raw = r.mapping(raw, "top level", SECTIONS)
-
-    questions: dict[str, Mapping[str, tuple[str, ...]]] = {}
-    for family, regs in r.mapping(raw["questions"], "questions", families).items():
-        regs = r.mapping(regs, f"questions.{family}", REGISTERS)
-        questions[family] = MappingProxyType({reg: r.wordings(regs[reg], f"questions.{family}.{reg}")
-                                              for reg in REGISTERS})
-
-    registers: dict[str, str] = {}
-    wrappers: dict[str, tuple[str, ...]] = {}
-    annotated: dict[str, set[str]] = {"first": set(), "later": set(), "listing": set(), "figure": set()}
-    for persona, style in r.mapping(raw["personas"], "personas", personas).items():
-        where = f"personas.{persona}"
-        style = r.mapping(style, where, ("register", "wrappers"))
-        if style["register"] not in REGISTERS:
-            raise r.fail(f"{where}.register", f"{style['register']!r} is not one of {list(REGISTERS)}")
-        registers[persona] = style["register"]
-        if not isinstance(style["wrappers"], list) or not style["wrappers"]:
-            raise r.fail(f"{where}.wrappers", "must be a non-empty list")
-        texts = []
-        for i, w in enumerate(style["wrappers"]):
-            at = f"{where}.wrappers[{i}]"
-            if isinstance(w, dict):
-                w = r.mapping(w, at)
-                unknown = [k for k in w if k not in ("text", "turn", "fits")]
-                if unknown or "text" not in w:
-                    raise r.fail(at, f"a wrapper mapping has 'text' and optionally 'turn', 'fits'; got {list(w)}")
-                for key, allowed in (("turn", TURNS), ("fits", FITS)):
-                    if key in w and w[key] not in allowed:
-                        raise r.fail(f"{at}.{key}", f"{w[key]!r} is not one of {list(allowed)}")
-                    if key in w:
-                        annotated[w[key]].add(r.wording(w["text"], at))
-                w = w["text"]
-            text = r.wording(w, at)
-            if "{core}" not in text and "{lc}" not in text:
-                raise r.fail(at, f"{text!r}: a wrapper holds {{core}} or {{lc}}")
-            texts.append(text)
-        wrappers[persona] = tuple(texts)
-    # an annotation belongs to a wrapper's text: one used by two personas would carry it to both
-    counts: dict[str, int] = {}
-    for texts in wrappers.values():
-        for t in texts:
-            counts[t] = counts.get(t, 0) + 1
-    for t in sorted(set().union(*annotated.values())):
-        if counts[t] > 1:
-            raise r.fail("personas", f"the annotated wrapper {t!r} appears {counts[t]} times; it must be unique")
-
+    questions = _questions(r, raw["questions"], families)
+    registers, wrappers, annotated = _personas(r, raw["personas"], personas)
     clarifications = r.mapping(raw["clarifications"], "clarifications", ambiguous)
     return Wordings(
         questions=MappingProxyType(questions),

@@ -309,146 +309,193 @@ class WorldBuilder:
 
     def make_chain(self, phen: str, base: chain.EntitySet, prev_phen: str, rng: random.Random,
                    var: str) -> tuple[chain.Step, dict, bool, chain.Step | None]:
-        """(step, slots, listing?, universe step for the depends gate)."""
-        label = base.label
-        slots: dict[str, str] = {"set_noun": self.lex.noun(label), "set_noun_singular": self.lex.noun(label, plural=False)}
+        """(step, slots, listing?, universe step for the depends gate): one maker per family of phenomena,
+        each applying the same step to the set and to every node of its label (the universe)."""
+        slots: dict[str, str] = {"set_noun": self.lex.noun(base.label),
+                                 "set_noun_singular": self.lex.noun(base.label, plural=False)}
         uni = self.universe(base)
         if phen in ("EXPAND", "RECURSE"):
-            options = [(r, f, o) for r, f, o in self.links(label) if (r.source == r.target) == (phen == "RECURSE")]
-            if phen == "EXPAND":  # never straight back to the kind of node the set was reached from
-                options = [(r, f, o) for r, f, o in options if o != base.origin]
-            if not options:
-                raise GateFailure("feasible")
-            r, forward, other = rng.choice(options)
-            extra: tuple[str, ...] = ()
-            attrs = self.attributes(other) if phen == "EXPAND" else []
-            if attrs and rng.random() < WITH_ATTRIBUTE_RATE:  # two things asked, two columns returned
-                attr = rng.choice(attrs)
-                extra = (attr,)
-                slots.update(attr=self.agg_prop(other, attr) if attr in self.numeric(other) else
-                             self.lex.prop(other, attr), family="EXPAND_WITH")
-            step = chain.expand(base, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
-                                symmetric=r.symmetric, extra=extra)
-            ustep = chain.expand(uni, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
-                                 symmetric=r.symmetric, extra=extra)
-            slots.update(target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
-            return step, slots, True, ustep
+            return self._chain_expand(phen, base, uni, rng, var, slots)
         if phen == "PIVOT":
-            members = self.members(base)
-            props = [p for p in self.aggregable(label, phen) if sum(p in m for m in members) >= 2]
-            if not props or not self.links(label):
-                raise GateFailure("feasible")
-            prop = rng.choice(props)
-            highest = rng.random() < 0.6
-            values = sorted((m[prop] for m in members if m.get(prop) is not None), reverse=highest)
-            if values[0] == values[1]:
-                raise GateFailure("ties", f"{prop} top two equal")
-            # a pivot moves on to something new: never back to the kind of node the set was reached
-            # from ("the guilds trading the top pearl" after "the pearls traded by that guild")
-            options = [(r, f, o) for r, f, o in self.links(label) if o != base.origin]
-            if not options:
-                raise GateFailure("feasible")
-            r, forward, other = rng.choice(options)
-            step = chain.pivot(base, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
-            ustep = chain.pivot(uni, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
-            slots.update(prop=self.agg_prop(label, prop), extreme="highest" if highest else "lowest",
-                         target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
-            return step, slots, True, ustep
-        if phen == "AGG_COUNT" and rng.random() < PER_MEMBER_RATE:
-            each = self._count_each(base, rng, var, slots)
-            if each is not None:
-                return each
+            return self._chain_pivot(base, uni, rng, var, slots)
         if phen == "AGG_COUNT":
-            # a grouping that splits the set: never by a property it was filtered on (one group)
-            groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate
-                      and p not in base.filtered_props
-                      and len({m.get(p) for m in self.members(base)}) >= 2]
-            if groups and rng.random() < GROUPED_RATE:
-                prop = rng.choice(groups)
-                slots.update(group=self.lex.prop(label, prop), family="AGG_COUNT_GROUPED")
-                return chain.count_by(base, prop), slots, False, chain.count_by(uni, prop)
-            return chain.count(base), slots, False, chain.count(uni)
-        if phen in chain.AGGREGATES and base.edge is not None and base.origin and rng.random() < EDGE_AGG_RATE:
-            # "For those courses taken by the students, what's the average grade?": the wording names the
-            # link, so the property is read as the relationship's; never one the set's nodes also have
-            rel = next(r for r in self.spec.relationships if r.type == base.edge[1])
-            flag = "additive" if phen == "AGG_SUM" else "comparable"
-            props = [p.name for p in rel.properties if p.type in ("int", "float") and getattr(p, flag)
-                     and p.name not in self._props[label]]
-            if props:
-                prop = rng.choice(props)
-                fn = chain.AGGREGATES[phen]
-                if fn == "max" and rng.random() < MIN_RATE:  # the other extreme, still the paper's AGG_MAX
-                    fn = "min"
-                forward = rel.target == label and rel.source == base.origin or rel.symmetric
-                slots.update(prop=self.agg_prop(rel.type, prop), stat=STAT_WORDS[fn], family="AGG_EDGE",
-                             prev_noun=self.lex.noun(base.origin), link=self.link_phrase(rel, forward))
-                return (chain.aggregate_edges(base, fn, prop), slots, False,
-                        chain.universe_edges(rel.type, fn, prop))
+            return self._chain_count(base, uni, rng, var, slots)
         if phen in chain.AGGREGATES:
-            members = self.members(base)
-            props = [p for p in self.aggregable(label, phen) if any(m.get(p) is not None for m in members)]
-            if len(members) < 2 or not props:
-                raise GateFailure("feasible")
-            prop = rng.choice(props)
-            slots.update(prop=self.agg_prop(label, prop))
-            fn = None
-            if phen == "AGG_MAX" and rng.random() < MIN_RATE:  # the other extreme: the minimum
-                fn = "min"
-                slots["family"] = "AGG_MIN"  # its own wording; the label stays the paper's AGG_MAX
-            return (chain.aggregate_numeric(base, phen, prop, fn), slots, False,
-                    chain.aggregate_numeric(uni, phen, prop, fn))
+            return self._chain_aggregate(phen, base, uni, rng, slots)
         if phen in ("FILTER", "REFINE", "COMPOUND"):
-            members = self.members(base)
-            cats = [p for p in self.categorical(label) if p not in base.filtered_props]
-            if phen == "REFINE" and prev_phen not in FILTERS + ("OPENING_FILTERED",):
-                raise GateFailure("feasible")
-            if phen == "FILTER" and prev_phen in FILTERS + ("OPENING_FILTERED",):
-                raise GateFailure("feasible")
-            if phen != "COMPOUND" and len(members) >= 2:
-                flags, nullable = self.flags(label, base), self.nullable(label, base)
-                kinds = ["value"] * 2 * bool(cats) + ["flag"] * bool(flags) + ["exists"] * bool(nullable)
-                kind = rng.choice(kinds) if kinds else "value"
-                if kind != "value":
-                    return self._flag_or_exists(phen, kind, base, uni, members, flags, nullable, slots, rng)
-            if not cats or len(members) < 2:
-                raise GateFailure("feasible")
-            prop = rng.choice(cats)
-            counts = Counter(m[prop] for m in members if m.get(prop) is not None)
-            values = sorted(v for v, c in counts.items() if c < len(members))
-            if not values:
-                raise GateFailure("strict_subset")
-            value = rng.choice(values)
-            conds = [chain.equals(base.var, label, prop, value)]
-            slots.update(prop=self.lex.prop(label, prop), value=self.lex.value(value))
-            if phen == "COMPOUND":
-                keep = [m for m in members if m.get(prop) == value]
-                cond, nprop, greater, t = self.numeric_condition(base, keep, rng)
-                conds = [cond] + conds
-                slots = {**slots, "prop": self.agg_prop(label, nprop), "op": "more than" if greater else "less than",
-                         "value": self.lex.value(t), "prop2": self.lex.prop(label, prop),
-                         "value2": self.lex.value(value)}
-            step = chain.narrow(base, self.keys[label], conds)
-            return step, slots, True, chain.narrow(uni, self.keys[label], conds)
-        if phen == "THRESHOLD" and self.dates(label, base) and (
-                not [p for p in self.numeric(label) if p not in base.filtered_props] or rng.random() < DATE_RATE):
-            return self._date_cut(base, uni, rng, slots)
-        if phen == "THRESHOLD" and rng.random() < TOP_K_RATE:
-            top = self._top_k(base, rng, var)
-            if top is not None:
-                return top
+            return self._chain_narrow(phen, base, uni, prev_phen, rng, slots)
         if phen == "THRESHOLD":
-            cond, prop, greater, t = self.numeric_condition(base, self.members(base), rng)
-            conds = [cond]
-            slots.update(prop=self.agg_prop(label, prop), op="more than" if greater else "less than",
-                         value=self.lex.value(t))
-            return chain.narrow(base, self.keys[label], conds), slots, True, chain.narrow(uni, self.keys[label], conds)
+            return self._chain_threshold(base, uni, rng, var, slots)
         if phen == "CONTRAST":
             # never the complement of a complement (that is the set two turns back)
             if base.parent is None or base.condition is None or prev_phen not in FILTERS + ("OPENING_FILTERED",):
                 raise GateFailure("feasible")
-            return chain.contrast(base, self.keys[label]), slots, True, None
+            return chain.contrast(base, self.keys[base.label]), slots, True, None
         raise InvariantError(f"unknown phenomenon {phen}")
+
+    def _chain_expand(self, phen: str, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random,
+                      var: str, slots: dict):
+        """EXPAND (the nodes of another label linked to the set, sometimes with one property of each) or
+        RECURSE (the nodes a self-relationship reaches from the set)."""
+        label = base.label
+        options = [(r, f, o) for r, f, o in self.links(label) if (r.source == r.target) == (phen == "RECURSE")]
+        if phen == "EXPAND":  # never straight back to the kind of node the set was reached from
+            options = [(r, f, o) for r, f, o in options if o != base.origin]
+        if not options:
+            raise GateFailure("feasible")
+        r, forward, other = rng.choice(options)
+        extra: tuple[str, ...] = ()
+        attrs = self.attributes(other) if phen == "EXPAND" else []
+        if attrs and rng.random() < WITH_ATTRIBUTE_RATE:  # two things asked, two columns returned
+            attr = rng.choice(attrs)
+            extra = (attr,)
+            slots.update(attr=self.agg_prop(other, attr) if attr in self.numeric(other) else
+                         self.lex.prop(other, attr), family="EXPAND_WITH")
+        step = chain.expand(base, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
+                            symmetric=r.symmetric, extra=extra)
+        ustep = chain.expand(uni, r.type, forward, other, self.keys[other], var, recursive=phen == "RECURSE",
+                             symmetric=r.symmetric, extra=extra)
+        slots.update(target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
+        return step, slots, True, ustep
+
+    def _chain_pivot(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, var: str,
+                     slots: dict):
+        """PIVOT: the nodes linked to the set's member with the highest (lowest) value of a property."""
+        label = base.label
+        members = self.members(base)
+        props = [p for p in self.aggregable(label, "PIVOT") if sum(p in m for m in members) >= 2]
+        if not props or not self.links(label):
+            raise GateFailure("feasible")
+        prop = rng.choice(props)
+        highest = rng.random() < 0.6
+        values = sorted((m[prop] for m in members if m.get(prop) is not None), reverse=highest)
+        if values[0] == values[1]:
+            raise GateFailure("ties", f"{prop} top two equal")
+        # a pivot moves on to something new: never back to the kind of node the set was reached
+        # from ("the guilds trading the top pearl" after "the pearls traded by that guild")
+        options = [(r, f, o) for r, f, o in self.links(label) if o != base.origin]
+        if not options:
+            raise GateFailure("feasible")
+        r, forward, other = rng.choice(options)
+        step = chain.pivot(base, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
+        ustep = chain.pivot(uni, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
+        slots.update(prop=self.agg_prop(label, prop), extreme="highest" if highest else "lowest",
+                     target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
+        return step, slots, True, ustep
+
+    def _chain_count(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, var: str,
+                     slots: dict):
+        """AGG_COUNT: a count per member (zero included), a count per value of a property, or one count."""
+        if rng.random() < PER_MEMBER_RATE:
+            each = self._count_each(base, rng, var, slots)
+            if each is not None:
+                return each
+        label = base.label
+        # a grouping that splits the set: never by a property it was filtered on (one group)
+        groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate
+                  and p not in base.filtered_props
+                  and len({m.get(p) for m in self.members(base)}) >= 2]
+        if groups and rng.random() < GROUPED_RATE:
+            prop = rng.choice(groups)
+            slots.update(group=self.lex.prop(label, prop), family="AGG_COUNT_GROUPED")
+            return chain.count_by(base, prop), slots, False, chain.count_by(uni, prop)
+        return chain.count(base), slots, False, chain.count(uni)
+
+    def _chain_aggregate(self, phen: str, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random,
+                         slots: dict):
+        """AGG_MAX / AGG_AVG / AGG_SUM: right after an expansion, sometimes over the relationship just
+        crossed; else over a property of the set's nodes."""
+        if base.edge is not None and base.origin and rng.random() < EDGE_AGG_RATE:
+            edge = self._chain_aggregate_edges(phen, base, rng, slots)
+            if edge is not None:
+                return edge
+        label = base.label
+        members = self.members(base)
+        props = [p for p in self.aggregable(label, phen) if any(m.get(p) is not None for m in members)]
+        if len(members) < 2 or not props:
+            raise GateFailure("feasible")
+        prop = rng.choice(props)
+        slots.update(prop=self.agg_prop(label, prop))
+        fn = None
+        if phen == "AGG_MAX" and rng.random() < MIN_RATE:  # the other extreme: the minimum
+            fn = "min"
+            slots["family"] = "AGG_MIN"  # its own wording; the label stays the paper's AGG_MAX
+        return (chain.aggregate_numeric(base, phen, prop, fn), slots, False,
+                chain.aggregate_numeric(uni, phen, prop, fn))
+
+    def _chain_aggregate_edges(self, phen: str, base: chain.EntitySet, rng: random.Random, slots: dict):
+        """"For those courses taken by the students, what's the average grade?": the wording names the
+        link, so the property is read as the relationship's; never one the set's nodes also have. None
+        when the relationship has no such property."""
+        label = base.label
+        rel = next(r for r in self.spec.relationships if r.type == base.edge[1])
+        flag = "additive" if phen == "AGG_SUM" else "comparable"
+        props = [p.name for p in rel.properties if p.type in ("int", "float") and getattr(p, flag)
+                 and p.name not in self._props[label]]
+        if not props:
+            return None
+        prop = rng.choice(props)
+        fn = chain.AGGREGATES[phen]
+        if fn == "max" and rng.random() < MIN_RATE:  # the other extreme, still the paper's AGG_MAX
+            fn = "min"
+        forward = rel.target == label and rel.source == base.origin or rel.symmetric
+        slots.update(prop=self.agg_prop(rel.type, prop), stat=STAT_WORDS[fn], family="AGG_EDGE",
+                     prev_noun=self.lex.noun(base.origin), link=self.link_phrase(rel, forward))
+        return chain.aggregate_edges(base, fn, prop), slots, False, chain.universe_edges(rel.type, fn, prop)
+
+    def _chain_narrow(self, phen: str, base: chain.EntitySet, uni: chain.EntitySet, prev_phen: str,
+                      rng: random.Random, slots: dict):
+        """FILTER (a first filter) or REFINE (one more) on a value, a flag or whether a property is
+        recorded; COMPOUND: a value and a numeric threshold at once."""
+        label = base.label
+        members = self.members(base)
+        cats = [p for p in self.categorical(label) if p not in base.filtered_props]
+        if phen == "REFINE" and prev_phen not in FILTERS + ("OPENING_FILTERED",):
+            raise GateFailure("feasible")
+        if phen == "FILTER" and prev_phen in FILTERS + ("OPENING_FILTERED",):
+            raise GateFailure("feasible")
+        if phen != "COMPOUND" and len(members) >= 2:
+            flags, nullable = self.flags(label, base), self.nullable(label, base)
+            kinds = ["value"] * 2 * bool(cats) + ["flag"] * bool(flags) + ["exists"] * bool(nullable)
+            kind = rng.choice(kinds) if kinds else "value"
+            if kind != "value":
+                return self._flag_or_exists(phen, kind, base, uni, members, flags, nullable, slots, rng)
+        if not cats or len(members) < 2:
+            raise GateFailure("feasible")
+        prop = rng.choice(cats)
+        counts = Counter(m[prop] for m in members if m.get(prop) is not None)
+        values = sorted(v for v, c in counts.items() if c < len(members))
+        if not values:
+            raise GateFailure("strict_subset")
+        value = rng.choice(values)
+        conds = [chain.equals(base.var, label, prop, value)]
+        slots.update(prop=self.lex.prop(label, prop), value=self.lex.value(value))
+        if phen == "COMPOUND":
+            keep = [m for m in members if m.get(prop) == value]
+            cond, nprop, greater, t = self.numeric_condition(base, keep, rng)
+            conds = [cond] + conds
+            slots = {**slots, "prop": self.agg_prop(label, nprop), "op": "more than" if greater else "less than",
+                     "value": self.lex.value(t), "prop2": self.lex.prop(label, prop),
+                     "value2": self.lex.value(value)}
+        step = chain.narrow(base, self.keys[label], conds)
+        return step, slots, True, chain.narrow(uni, self.keys[label], conds)
+
+    def _chain_threshold(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, var: str,
+                         slots: dict):
+        """THRESHOLD: a cut by date, by rank (top k) or by a round value of a numeric property."""
+        label = base.label
+        if self.dates(label, base) and (
+                not [p for p in self.numeric(label) if p not in base.filtered_props] or rng.random() < DATE_RATE):
+            return self._date_cut(base, uni, rng, slots)
+        if rng.random() < TOP_K_RATE:
+            top = self._top_k(base, rng, var)
+            if top is not None:
+                return top
+        cond, prop, greater, t = self.numeric_condition(base, self.members(base), rng)
+        conds = [cond]
+        slots.update(prop=self.agg_prop(label, prop), op="more than" if greater else "less than",
+                     value=self.lex.value(t))
+        return chain.narrow(base, self.keys[label], conds), slots, True, chain.narrow(uni, self.keys[label], conds)
 
     def _flag_or_exists(self, phen: str, kind: str, base: chain.EntitySet, uni: chain.EntitySet, members: list,
                         flags: list[str], nullable: list[str], slots: dict, rng: random.Random):

@@ -215,6 +215,76 @@ def _to_date(world: str, where: str, value: Any) -> dt.date:
         raise _fail(world, where, f"not an ISO date: {value!r}") from exc
 
 
+def _node(world: str, i: int, n: dict) -> NodeSpec:
+    """``nodes[i]``: its keys, its properties (unique names), a generated non-null display key, a positive
+    count and an optional [singular, plural] noun."""
+    for key in ("label", "count", "key", "properties"):
+        if key not in n:
+            raise _fail(world, f"nodes[{i}]", f"missing {key!r}")
+    props = tuple(_property(world, f"{n['label']}", p) for p in n["properties"])
+    names = [p.name for p in props]
+    if len(set(names)) != len(names):
+        raise _fail(world, n["label"], "duplicate property names")
+    key_prop = next((p for p in props if p.name == n["key"]), None)
+    if key_prop is None or key_prop.gen not in ("name", "serial") or key_prop.null_rate:
+        raise _fail(world, n["label"], "'key' must name a non-null gen: name or gen: serial property")
+    if not isinstance(n["count"], int) or n["count"] < 1:
+        raise _fail(world, n["label"], "count must be a positive integer")
+    noun = n.get("noun")
+    if noun is not None and (not isinstance(noun, list) or len(noun) != 2
+                             or not all(isinstance(x, str) and x for x in noun)):
+        raise _fail(world, n["label"], "noun must be [singular, plural]")
+    return NodeSpec(label=n["label"], count=n["count"], key=n["key"], properties=props,
+                    noun=tuple(noun) if noun else None)
+
+
+def _fan_out(world: str, where: str, r: dict) -> tuple[tuple[int, int] | None, tuple[int, int] | None, int | None]:
+    """(per_source, per_target, levels) of a relationship: exactly one of per_source, per_target or
+    layered (a self-relationship in ``levels`` levels, each node linked to per_source nodes below)."""
+    strategies = [k for k in ("per_source", "per_target", "layered") if k in r]
+    if len(strategies) != 1:
+        raise _fail(world, where, "give exactly one of per_source, per_target, layered")
+    if "per_source" in r:
+        return _pair(world, where, r["per_source"]), None, None
+    if "per_target" in r:
+        return None, _pair(world, where, r["per_target"]), None
+    if r["from"] != r["to"]:
+        raise _fail(world, where, "layered is for self-relationships (from == to)")
+    layered = r["layered"]
+    levels = layered.get("levels")
+    if not isinstance(levels, int) or levels < 2:
+        raise _fail(world, where, "layered.levels must be an integer >= 2")
+    per_source = _pair(world, where, layered.get("per_source", [1, 1]))
+    if per_source[0] < 1:
+        raise _fail(world, where, "layered.per_source must start at 1 or more")
+    return per_source, None, levels
+
+
+def _relationship(world: str, i: int, r: dict, labels: list[str]) -> RelationshipSpec:
+    """``relationships[i]``: its ends (labels of this world), its fan-out, its wording, whether it is
+    symmetric (a self-relationship only) and its properties (never generated names)."""
+    for key in ("type", "from", "to"):
+        if key not in r:
+            raise _fail(world, f"relationships[{i}]", f"missing {key!r}")
+    where = f"relationship {r['type']} ({r['from']}->{r['to']})"
+    if r["from"] not in labels or r["to"] not in labels:
+        raise _fail(world, where, "'from' and 'to' must be labels of this world")
+    per_source, per_target, levels = _fan_out(world, where, r)
+    phrase = r.get("phrase") or {}
+    if not isinstance(phrase, dict) or set(phrase) - {"forward", "backward"}:
+        raise _fail(world, where, "phrase must be a mapping with 'forward' and/or 'backward'")
+    symmetric = r.get("symmetric", False)
+    if not isinstance(symmetric, bool) or (symmetric and r["from"] != r["to"]):
+        raise _fail(world, where, "symmetric must be true or false, and true only when from == to")
+    props = tuple(_property(world, where, p) for p in r.get("properties") or [])
+    for p in props:
+        if p.gen is not None:
+            raise _fail(world, where, "relationship properties cannot use gen: name/serial")
+    return RelationshipSpec(type=r["type"], source=r["from"], target=r["to"], per_source=per_source,
+                            per_target=per_target, levels=levels, properties=props, forward=phrase.get("forward"),
+                            backward=phrase.get("backward"), symmetric=symmetric)
+
+
 def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
     """Validate a spec mapping (as read from YAML) and return the typed spec."""
     if not isinstance(raw, dict):
@@ -227,72 +297,11 @@ def parse_spec(raw: dict, *, source: str = "<spec>") -> WorldSpec:
             raise _fail(world, "top level", f"missing {key!r}")
     if raw["split"] not in SPLITS:
         raise _fail(world, "split", f"must be one of {SPLITS}")
-    nodes = []
-    for i, n in enumerate(raw["nodes"]):
-        where = f"nodes[{i}]"
-        for key in ("label", "count", "key", "properties"):
-            if key not in n:
-                raise _fail(world, where, f"missing {key!r}")
-        props = tuple(_property(world, f"{n['label']}", p) for p in n["properties"])
-        names = [p.name for p in props]
-        if len(set(names)) != len(names):
-            raise _fail(world, n["label"], "duplicate property names")
-        key_prop = next((p for p in props if p.name == n["key"]), None)
-        if key_prop is None or key_prop.gen not in ("name", "serial") or key_prop.null_rate:
-            raise _fail(world, n["label"], "'key' must name a non-null gen: name or gen: serial property")
-        if not isinstance(n["count"], int) or n["count"] < 1:
-            raise _fail(world, n["label"], "count must be a positive integer")
-        noun = n.get("noun")
-        if noun is not None and (not isinstance(noun, list) or len(noun) != 2
-                                 or not all(isinstance(x, str) and x for x in noun)):
-            raise _fail(world, n["label"], "noun must be [singular, plural]")
-        nodes.append(NodeSpec(label=n["label"], count=n["count"], key=n["key"], properties=props,
-                              noun=tuple(noun) if noun else None))
+    nodes = [_node(world, i, n) for i, n in enumerate(raw["nodes"])]
     labels = [n.label for n in nodes]
     if len(set(labels)) != len(labels):
         raise _fail(world, "nodes", "duplicate labels")
-    rels = []
-    for i, r in enumerate(raw.get("relationships") or []):
-        where = f"relationships[{i}]"
-        for key in ("type", "from", "to"):
-            if key not in r:
-                raise _fail(world, where, f"missing {key!r}")
-        where = f"relationship {r['type']} ({r['from']}->{r['to']})"
-        if r["from"] not in labels or r["to"] not in labels:
-            raise _fail(world, where, "'from' and 'to' must be labels of this world")
-        strategies = [k for k in ("per_source", "per_target", "layered") if k in r]
-        if len(strategies) != 1:
-            raise _fail(world, where, "give exactly one of per_source, per_target, layered")
-        per_source = per_target = None
-        levels = None
-        if "per_source" in r:
-            per_source = _pair(world, where, r["per_source"])
-        elif "per_target" in r:
-            per_target = _pair(world, where, r["per_target"])
-        else:
-            if r["from"] != r["to"]:
-                raise _fail(world, where, "layered is for self-relationships (from == to)")
-            layered = r["layered"]
-            levels = layered.get("levels")
-            if not isinstance(levels, int) or levels < 2:
-                raise _fail(world, where, "layered.levels must be an integer >= 2")
-            per_source = _pair(world, where, layered.get("per_source", [1, 1]))
-            if per_source[0] < 1:
-                raise _fail(world, where, "layered.per_source must start at 1 or more")
-        phrase = r.get("phrase") or {}
-        if not isinstance(phrase, dict) or set(phrase) - {"forward", "backward"}:
-            raise _fail(world, where, "phrase must be a mapping with 'forward' and/or 'backward'")
-        symmetric = r.get("symmetric", False)
-        if not isinstance(symmetric, bool) or (symmetric and r["from"] != r["to"]):
-            raise _fail(world, where, "symmetric must be true or false, and true only when from == to")
-        props = tuple(_property(world, where, p) for p in r.get("properties") or [])
-        for p in props:
-            if p.gen is not None:
-                raise _fail(world, where, "relationship properties cannot use gen: name/serial")
-        rels.append(RelationshipSpec(type=r["type"], source=r["from"], target=r["to"],
-                                     per_source=per_source, per_target=per_target,
-                                     levels=levels, properties=props, forward=phrase.get("forward"),
-                                     backward=phrase.get("backward"), symmetric=symmetric))
+    rels = [_relationship(world, i, r, labels) for i, r in enumerate(raw.get("relationships") or [])]
     return WorldSpec(world=world, title=str(raw["title"]), split=raw["split"], seed=int(raw["seed"]),
                      topology=str(raw["topology"]), nodes=tuple(nodes), relationships=tuple(rels))
 

@@ -16,7 +16,9 @@ import json
 import re
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -24,7 +26,7 @@ if str(ROOT) not in sys.path:
 
 from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.lexicon import Lexicon  # noqa: E402
-from benchmark.session import Session, read_sessions  # noqa: E402
+from benchmark.session import Session, Turn, read_sessions  # noqa: E402
 from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
 from graphs.spec import WorldSpec, get_spec  # noqa: E402
 
@@ -252,192 +254,369 @@ def complexity(turn) -> dict:
     }
 
 
+class World(NamedTuple):
+    """What the checks read of one world: its spec, its wording, its plural nouns, its symmetric types."""
+
+    spec: WorldSpec
+    lex: Lexicon
+    plurals: set[str]
+    symmetric: set[str]
+
+    @classmethod
+    def load(cls, world: str) -> World:
+        spec = get_spec(world)
+        lx = Lexicon(spec)
+        plurals = {lx.noun(n.label) for n in spec.nodes if lx.noun(n.label) != lx.noun(n.label, False)}
+        return cls(spec, lx, plurals, {r.type for r in spec.relationships if getattr(r, "symmetric", False)})
+
+
+class Tally:
+    """Each check's count and denominator (the turns it applies to), and its first three examples."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.examples: dict[str, list[str]] = defaultdict(list)
+
+    def hit(self, name: str, flag: bool, example: str = "") -> None:
+        self.counts[name][1] += 1
+        if flag:
+            self.counts[name][0] += 1
+            if len(self.examples[name]) < 3 and example:
+                self.examples[name].append(example)
+
+    def rates(self) -> dict:
+        return {k: {"count": v[0], "of": v[1], "rate": round(v[0] / v[1], 4) if v[1] else 0.0}
+                for k, v in self.counts.items()}
+
+
+class Seen:
+    """What a session showed before the current turn: the state of the checks that look back."""
+
+    def __init__(self) -> None:
+        self.greeted = False
+        self.persona_phrases: set[str] = set()
+        self.listed: list[tuple[int, list]] = []  # (turn index, rows) of each listing
+        self.listed_labels: list[tuple[int, str | None]] = []  # ... and its label
+        self.labels_after: list[str | None] = []  # the active set's label after each turn
+        self.active_turn = 0
+
+    def remember(self, t) -> None:
+        """Take in turn ``t`` once every check has read it."""
+        self.greeted = self.greeted or bool(_GREETING.search(t.shown_utterance))
+        self.persona_phrases |= persona_phrases(t.shown_utterance)
+        if t.chain_mode in LISTING_MODES:
+            self.listed_labels.append((t.index, result_label(t.gold_cypher)))
+            self.labels_after.append(result_label(t.gold_cypher))
+            self.listed.append((t.index, t.gold_rows))
+            self.active_turn = t.index
+        else:  # an aggregate keeps the set it was asked over active
+            self.labels_after.append(self.labels_after[t.depends_on] if t.depends_on is not None else None)
+            self.active_turn = t.depends_on if t.depends_on is not None else self.active_turn
+
+
+class TurnView(NamedTuple):
+    """One turn as a check reads it: the turn, its session, its world and what the session showed before."""
+
+    session: Session
+    turn: Turn
+    world: World
+    seen: Seen
+
+    @property
+    def text(self) -> str:
+        return self.turn.shown_utterance
+
+    @property
+    def tag(self) -> str:
+        """How an example names the turn."""
+        return f"{self.session.id}#{self.turn.index}: {self.text}"
+
+    @property
+    def listing(self) -> bool:
+        return self.turn.chain_mode in LISTING_MODES
+
+    def source_cypher(self) -> str:
+        """The gold of the turn this one builds on ("" for none)."""
+        return self.session.turns[self.turn.depends_on].gold_cypher if self.turn.depends_on is not None else ""
+
+
+Hit = Callable[..., None]  # Tally.hit: (check name, flagged?, example)
+
+
+def persona_phrases(text: str) -> set[str]:
+    return {p for p in PERSONA_PHRASES if p in text.lower()}
+
+
+# -- the checks of one turn (each calls hit once per turn it applies to) -----------------------------
+def check_opening_refers_back(v: TurnView, hit: Hit) -> None:
+    if v.turn.index == 0:
+        hit("opening_refers_back", bool(_REFERS_BACK.search(v.text)), v.tag)
+
+
+def check_greeting_after_turn_1(v: TurnView, hit: Hit) -> None:
+    if v.turn.index > 0:
+        hit("greeting_or_apology_after_turn_1", bool(_GREETING.search(v.text)), v.tag)
+
+
+def check_greets_more_than_once(v: TurnView, hit: Hit) -> None:
+    hit("greets_more_than_once", bool(_GREETING.search(v.text)) and v.seen.greeted, v.tag)
+
+
+def check_repeated_persona_phrase(v: TurnView, hit: Hit) -> None:
+    hit("repeated_persona_phrase", bool(persona_phrases(v.text) & v.seen.persona_phrases), v.tag)
+
+
+def check_stacked_lead_ins(v: TurnView, hit: Hit) -> None:
+    hit("stacked_lead_ins", lead_ins(v.text) >= 2, v.tag)
+
+
+def check_duplicated_type_noun(v: TurnView, hit: Hit) -> None:
+    """A value after a word that repeats its own type noun ("the reef Khafel Reef")."""
+    dup = False
+    for kv in v.turn.gold_key_values:
+        value = kv.get("value")
+        if isinstance(value, str) and " " in value or isinstance(value, str) and value[:1].isupper():
+            tokens = {w.rstrip("s") for w in _words(value)}
+            m = re.search(r"\b([A-Za-z]+) " + re.escape(value), v.text)
+            if m and m.group(1).lower().rstrip("s") in tokens - _FUNCTION_WORDS and m.group(1)[:1].islower():
+                dup = True
+    hit("duplicated_type_noun", dup, v.tag)
+
+
+def check_plural_noun_grammar(v: TurnView, hit: Hit) -> None:
+    hit("plural_noun_grammar", bool(plural_grammar(v.text, v.world.plurals)), v.tag)
+
+
+def check_redundant_with_distinct(v: TurnView, hit: Hit) -> None:
+    hit("redundant_with_distinct", bool(redundant_distinct(v.turn.gold_cypher)), v.tag)
+
+
+def check_aggregate_label_mismatch(v: TurnView, hit: Hit) -> None:
+    t = v.turn
+    if t.phenomenon in AGGREGATE_OF:
+        fns = {f.lower() for f in _AGG_FN.findall(t.gold_cypher[t.gold_cypher.rfind("RETURN"):])}
+        hit("aggregate_label_mismatch", not AGGREGATE_OF[t.phenomenon] & fns,
+            f"{v.tag} [{t.phenomenon}: {', '.join(sorted(fns))}]")
+
+
+def check_ungrammatical_aggregate(v: TurnView, hit: Hit) -> None:
+    """An adjective before a plural property phrase ("the highest years of training")."""
+    t = v.turn
+    if t.phenomenon.startswith("AGG_") and t.phenomenon != "AGG_COUNT" or "min(" in t.gold_cypher:
+        prop = _gold_prop(t.gold_cypher)
+        bad = False
+        if prop:
+            owner, _ = _prop_spec(v.world.spec, prop, t.gold_cypher)
+            phrase = v.world.lex.prop(owner or "", prop)
+            last = phrase.split(" in ")[0].split(" of ")[0].split()[-1].lower()  # the head noun ("years of training")
+            adjective_before = re.search(r"\b" + _AGG_ADJ + r" " + re.escape(phrase) + r"\b", v.text, re.I)
+            bad = bool(_plural_word(last) and not phrase.startswith(("number of", "count of")) and adjective_before)
+        hit("ungrammatical_aggregate", bad, v.tag)
+
+
+def check_machine_threshold(v: TurnView, hit: Hit) -> None:
+    c = v.turn.gold_cypher
+    if v.turn.phenomenon in ("THRESHOLD", "COMPOUND"):
+        m = list(_THRESH.finditer(c.split("\n")[-2] if "\n" in c else c))
+        m = m or list(_THRESH.finditer(c))
+        if m:  # a year is said exactly ("before 1850")
+            year = is_year(m[-1].group(1)) and "." not in m[-1].group(3)
+            hit("machine_threshold", not year and not is_round(m[-1].group(3)), v.tag)
+
+
+def check_contrast_of_contrast(v: TurnView, hit: Hit) -> None:
+    t = v.turn
+    if t.phenomenon == "CONTRAST" and t.depends_on is not None:
+        hit("contrast_of_contrast", v.session.turns[t.depends_on].phenomenon == "CONTRAST", v.tag)
+
+
+def check_expand_round_trip(v: TurnView, hit: Hit) -> None:
+    if v.turn.phenomenon == "EXPAND":
+        hit("expand_round_trip", any(rows == v.turn.gold_rows for _, rows in v.seen.listed), v.tag)
+
+
+def check_expand_back_to_origin(v: TurnView, hit: Hit) -> None:
+    # back to the kind of node the set was itself reached from (creatures sheltered by a reef, then
+    # "the reefs sheltering those creatures")
+    if v.turn.phenomenon == "EXPAND":
+        origin = hop_origin(v.source_cypher())
+        hit("expand_back_to_origin", origin is not None and origin == result_label(v.turn.gold_cypher), v.tag)
+
+
+def check_pivot_back_to_origin(v: TurnView, hit: Hit) -> None:
+    if v.turn.phenomenon == "PIVOT":  # a pivot moves on, never back to where its set came from
+        origin = hop_origin(v.source_cypher())
+        hit("pivot_back_to_origin", origin is not None and origin == result_label(v.turn.gold_cypher), v.tag)
+
+
+def check_unused_relationship_variable(v: TurnView, hit: Hit) -> None:
+    hit("unused_relationship_variable", bool(unused_relationship_variables(v.turn.gold_cypher)), v.tag)
+
+
+def check_relationship_aggregate_without_link(v: TurnView, hit: Hit) -> None:
+    c = v.turn.gold_cypher
+    edge_agg = re.search(r"\b(?:sum|avg|max|min)\((\w+)\.", c)
+    edge_type = edge_agg and re.search(r"\[" + edge_agg.group(1) + r":`?(\w+)", c)
+    if edge_type:  # a relationship's own property: the wording must name the relationship
+        rel = next(r for r in v.world.spec.relationships if r.type == edge_type.group(1))
+        phrases = {v.world.lex.link(rel.type, rel.source, rel.target, d) for d in ("forward", "backward")}
+        hit("relationship_aggregate_without_link", not any(p in v.text for p in phrases), v.tag)
+
+
+def check_persona_remark_misfit(v: TurnView, hit: Hit) -> None:
+    low = v.text.lower()  # a remark about a list on a figure, or about rounding on a list
+    hit("persona_remark_misfit", any(r in low for r in LISTING_ONLY_REMARKS) and not v.listing
+        or any(r in low for r in FIGURE_ONLY_REMARKS) and v.turn.chain_mode != "agg_numeric", v.tag)
+
+
+def check_repeated_result_set(v: TurnView, hit: Hit) -> None:
+    if v.listing and v.turn.index > 0:
+        hit("repeated_result_set", any(rows == v.turn.gold_rows for _, rows in v.seen.listed), v.tag)
+
+
+def check_ambiguous_back_reference(v: TurnView, hit: Hit) -> None:
+    # a back reference builds on a set other than the active one (past a topic shift) ... and it is
+    # ambiguous when the current set is of the same kind, or when a later turn listed a set of that
+    # kind too ("the colonies from earlier" after two colony lists)
+    t, seen = v.turn, v.seen
+    if t.depends_on is not None and t.depends_on != seen.active_turn:
+        ref, active = seen.labels_after[t.depends_on], seen.labels_after[seen.active_turn]
+        later = any(i > t.depends_on and lab == ref for i, lab in seen.listed_labels)
+        hit("ambiguous_back_reference", ref is not None and (ref == active or later), v.tag)
+
+
+def _aggregated_prop_spec(v: TurnView):
+    prop = _gold_prop(v.turn.gold_cypher)
+    return _prop_spec(v.world.spec, prop, v.turn.gold_cypher)[1] if prop else None
+
+
+def check_sum_over_non_additive(v: TurnView, hit: Hit) -> None:
+    if v.turn.phenomenon == "AGG_SUM" or re.search(r"\bsum\(", v.turn.gold_cypher):
+        pspec = _aggregated_prop_spec(v)
+        hit("sum_over_non_additive", pspec is None or not getattr(pspec, "additive", False), v.tag)
+
+
+def check_extreme_or_mean_over_non_comparable(v: TurnView, hit: Hit) -> None:
+    if re.search(r"\b(max|min|avg)\(", v.turn.gold_cypher):
+        pspec = _aggregated_prop_spec(v)
+        hit("extreme_or_mean_over_non_comparable", pspec is not None and not getattr(pspec, "comparable", True),
+            v.tag)
+
+
+def check_gold_renames_to_name(v: TurnView, hit: Hit) -> None:
+    c = v.turn.gold_cypher
+    renamed = [(p, a) for _, p, a in _RET_AS.findall(c[c.rfind("RETURN"):]) if p != a and a == "name"]
+    hit("gold_renames_to_name", bool(renamed), v.tag)
+
+
+TURN_CHECKS: tuple[Callable[[TurnView, Hit], None], ...] = (
+    check_opening_refers_back, check_greeting_after_turn_1, check_greets_more_than_once,
+    check_repeated_persona_phrase, check_stacked_lead_ins, check_duplicated_type_noun, check_plural_noun_grammar,
+    check_redundant_with_distinct, check_aggregate_label_mismatch, check_ungrammatical_aggregate,
+    check_machine_threshold, check_contrast_of_contrast, check_expand_round_trip, check_expand_back_to_origin,
+    check_pivot_back_to_origin, check_unused_relationship_variable, check_relationship_aggregate_without_link,
+    check_persona_remark_misfit, check_repeated_result_set, check_ambiguous_back_reference,
+    check_sum_over_non_additive, check_extreme_or_mean_over_non_comparable, check_gold_renames_to_name)
+
+
+def check_symmetric_traversal(pending: list[tuple[str, Turn]], worlds: dict[str, World], executor_for,
+                              hit: Hit) -> int:
+    """Re-executes each gold that crosses a symmetric type with that type read both ways: a gold that
+    reads it one way only misses rows. Returns how many of the golds read one direction."""
+    from benchmark.world_builder import canonical_rows
+
+    directed_count = 0
+    for world, t in pending:
+        both = _both_ways(t.gold_cypher, worlds[world].symmetric)
+        directed = both != t.gold_cypher
+        changed = False
+        if directed:
+            directed_count += 1
+            r = executor_for(world).run(both, max_rows=5000, timeout=60)
+            changed = r.error is not None or canonical_rows(r.rows) != t.gold_rows
+        hit("symmetric_traversed_one_way", changed, f"{t.index}: {t.utterance}")
+    return directed_count
+
+
+# -- the profile of the build (no defects: what the sessions ask and how) -----------------------------
+def five_word_openings(turns: list[Turn]) -> dict:
+    n = len(turns)
+    openings = Counter(" ".join(_words(t.shown_utterance)[:5]) for t in turns)
+    shared = sum(c for c in openings.values() if c > 21)
+    return {"shared_by_more_than_20_others": round(shared / n, 4),
+            "largest_share": round(max(openings.values()) / n, 4), "top": openings.most_common(3)}
+
+
+def kinds_per_world(sessions: list[Session]) -> dict:
+    """Per world, how many turns exercise each question kind and each phenomenon."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for s in sessions:
+        for t in s.turns:
+            counts[s.world].update(question_kinds(s, t))
+            counts[s.world][t.phenomenon] += 1
+    return {w: dict(sorted(counts[w].items())) for w in sorted(counts)}
+
+
+def gold_complexity(turns: list[Turn]) -> dict:
+    n = len(turns)
+    total = Counter()
+    agg_kinds: Counter = Counter()
+    for t in turns:
+        cx = complexity(t)
+        total.update({k: cx[k] for k in ("match", "hops", "with", "order_by", "varlen", "optional")})
+        agg_kinds.update(cx["agg"])
+    return {"match_per_gold": round(total["match"] / n, 3), "hops_per_gold": round(total["hops"] / n, 3),
+            "with_per_gold": round(total["with"] / n, 3), "order_by_share": round(total["order_by"] / n, 4),
+            "varlen_share": round(total["varlen"] / n, 4), "optional_share": round(total["optional"] / n, 4),
+            "aggregation_kinds": dict(sorted(agg_kinds.items()))}
+
+
+def extends_previous_share(sessions: list[Session]) -> float:
+    """Share of follow-up golds that are the gold they build on (less its RETURN) plus at most two lines."""
+    follow_ups = extends = 0
+    for s in sessions:
+        for t in s.turns:
+            if t.depends_on is None:
+                continue
+            follow_ups += 1
+            head = [x for x in s.turns[t.depends_on].gold_cypher.split("\n") if not x.startswith("RETURN")]
+            lines = t.gold_cypher.split("\n")
+            extends += lines[:len(head)] == head and len(lines) - len(head) <= 2
+    return round(extends / follow_ups, 4) if follow_ups else 0.0
+
+
 def audit(sessions: list[Session], *, executor_for=None) -> dict:
     """Every rate of the audit (see the module docstring). ``executor_for(world)`` gives a
     :class:`graphs.executor.SafeExecutor` for the symmetric check; None skips it."""
-    specs = {w: get_spec(w) for w in sorted({s.world for s in sessions})}
-    lex = {w: Lexicon(sp) for w, sp in specs.items()}
-    plurals = {w: {lx.noun(n.label) for n in specs[w].nodes if lx.noun(n.label) != lx.noun(n.label, False)}
-               for w, lx in lex.items()}
-    sym = {w: {r.type for r in sp.relationships if getattr(r, "symmetric", False)} for w, sp in specs.items()}
-    checks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # name -> [count, denominator]
-    examples: dict[str, list[str]] = defaultdict(list)
-
-    def hit(name: str, flag: bool, example: str = "") -> None:
-        checks[name][1] += 1
-        if flag:
-            checks[name][0] += 1
-            if len(examples[name]) < 3 and example:
-                examples[name].append(example)
-
-    turns = [t for s in sessions for t in s.turns]
-    kinds_per_world: dict[str, Counter] = defaultdict(Counter)
-    comp = {"match": 0, "hops": 0, "with": 0, "order_by": 0, "varlen": 0, "optional": 0}
-    agg_kinds: Counter = Counter()
-    follow_ups = extends = 0
-    sym_pending: list[tuple[str, object]] = []
+    worlds = {w: World.load(w) for w in sorted({s.world for s in sessions})}
+    tally = Tally()
+    symmetric_turns: list[tuple[str, Turn]] = []
     for s in sessions:
-        spec = specs[s.world]
-        labels_after: list[str | None] = []
-        active_turn = 0
-        seen_sentences: set[str] = set()
-        greeted = False
-        listed: list[tuple[int, list]] = []
-        listed_labels: list[tuple[int, str | None]] = []
+        seen = Seen()
         for t in s.turns:
-            text = t.shown_utterance
-            tag = f"{s.id}#{t.index}: {text}"
-            if t.index == 0:
-                hit("opening_refers_back", bool(_REFERS_BACK.search(text)), tag)
-            g = bool(_GREETING.search(text))
-            if t.index > 0:
-                hit("greeting_or_apology_after_turn_1", g, tag)
-            hit("greets_more_than_once", g and greeted, tag)
-            greeted = greeted or g
-            said = {p for p in PERSONA_PHRASES if p in text.lower()}
-            hit("repeated_persona_phrase", bool(said & seen_sentences), tag)
-            seen_sentences.update(said)
-            hit("stacked_lead_ins", lead_ins(text) >= 2, tag)
-            dup = False
-            for kv in t.gold_key_values:
-                v = kv.get("value")
-                if isinstance(v, str) and " " in v or isinstance(v, str) and v[:1].isupper():
-                    tokens = {w.rstrip("s") for w in _words(v)}
-                    m = re.search(r"\b([A-Za-z]+) " + re.escape(v), text)
-                    if m and m.group(1).lower().rstrip("s") in tokens - _FUNCTION_WORDS and m.group(1)[:1].islower():
-                        dup = True
-            hit("duplicated_type_noun", dup, tag)
-            hit("plural_noun_grammar", bool(plural_grammar(text, plurals[s.world])), tag)
-            hit("redundant_with_distinct", bool(redundant_distinct(t.gold_cypher)), tag)
-            if t.phenomenon in AGGREGATE_OF:
-                ret = t.gold_cypher[t.gold_cypher.rfind("RETURN"):]
-                fns = {f.lower() for f in _AGG_FN.findall(ret)}
-                hit("aggregate_label_mismatch", not AGGREGATE_OF[t.phenomenon] & fns,
-                    f"{tag} [{t.phenomenon}: {', '.join(sorted(fns))}]")
-            if t.phenomenon.startswith("AGG_") and t.phenomenon != "AGG_COUNT" or "min(" in t.gold_cypher:
-                prop = _gold_prop(t.gold_cypher)
-                bad = False
-                if prop:
-                    owner, pspec = _prop_spec(spec, prop, t.gold_cypher)
-                    phrase = lex[s.world].prop(owner or "", prop)
-                    last = phrase.split(" in ")[0].split(" of ")[0].split()[-1].lower()  # the head noun ("years of training")
-                    if _plural_word(last) and not phrase.startswith(("number of", "count of")) and re.search(r"\b" + _AGG_ADJ + r" " + re.escape(phrase) + r"\b", text, re.I):
-                        bad = True
-                hit("ungrammatical_aggregate", bad, tag)
-            if t.phenomenon in ("THRESHOLD", "COMPOUND"):
-                m = list(_THRESH.finditer(t.gold_cypher.split("\n")[-2] if "\n" in t.gold_cypher else t.gold_cypher))
-                m = m or list(_THRESH.finditer(t.gold_cypher))
-                if m:  # a year is said exactly ("before 1850")
-                    year = is_year(m[-1].group(1)) and "." not in m[-1].group(3)
-                    hit("machine_threshold", not year and not is_round(m[-1].group(3)), tag)
-            # semantic checks
-            if t.phenomenon == "CONTRAST" and t.depends_on is not None:
-                hit("contrast_of_contrast", s.turns[t.depends_on].phenomenon == "CONTRAST", tag)
-            listing = t.chain_mode in LISTING_MODES
-            if t.phenomenon == "EXPAND":
-                hit("expand_round_trip", any(rows == t.gold_rows for _, rows in listed), tag)
-                # back to the kind of node the set was itself reached from (creatures sheltered by a
-                # reef, then "the reefs sheltering those creatures")
-                src = s.turns[t.depends_on].gold_cypher if t.depends_on is not None else ""
-                origin = hop_origin(src)
-                hit("expand_back_to_origin", origin is not None and origin == result_label(t.gold_cypher), tag)
-            if t.phenomenon == "PIVOT":  # a pivot moves on, never back to where its set came from
-                src = s.turns[t.depends_on].gold_cypher if t.depends_on is not None else ""
-                origin = hop_origin(src)
-                hit("pivot_back_to_origin", origin is not None and origin == result_label(t.gold_cypher), tag)
-            hit("unused_relationship_variable", bool(unused_relationship_variables(t.gold_cypher)), tag)
-            edge_agg = re.search(r"\b(?:sum|avg|max|min)\((\w+)\.", t.gold_cypher)
-            edge_type = edge_agg and re.search(r"\[" + edge_agg.group(1) + r":`?(\w+)", t.gold_cypher)
-            if edge_type:  # a relationship's own property: the wording must name the relationship
-                rel = next(r for r in spec.relationships if r.type == edge_type.group(1))
-                phrases = {lex[s.world].link(rel.type, rel.source, rel.target, d) for d in ("forward", "backward")}
-                hit("relationship_aggregate_without_link", not any(p in text for p in phrases), tag)
-            low = text.lower()  # a remark about a list on a figure, or about rounding on a list
-            hit("persona_remark_misfit", any(r in low for r in LISTING_ONLY_REMARKS) and not listing
-                or any(r in low for r in FIGURE_ONLY_REMARKS) and t.chain_mode != "agg_numeric", tag)
-            if listing and t.index > 0:
-                hit("repeated_result_set", any(rows == t.gold_rows for _, rows in listed), tag)
-            # a back reference builds on a set other than the active one (past a topic shift)
-            # ... and it is ambiguous when the current set is of the same kind, or when a later turn
-            # listed a set of that kind too ("the colonies from earlier" after two colony lists)
-            if t.depends_on is not None and t.depends_on != active_turn:
-                ref, active = labels_after[t.depends_on], labels_after[active_turn]
-                later = any(i > t.depends_on and lab == ref for i, lab in listed_labels)
-                hit("ambiguous_back_reference", ref is not None and (ref == active or later), tag)
-            if t.phenomenon == "AGG_SUM" or re.search(r"\bsum\(", t.gold_cypher):
-                prop = _gold_prop(t.gold_cypher)
-                _, pspec = _prop_spec(spec, prop, t.gold_cypher) if prop else (None, None)
-                hit("sum_over_non_additive", pspec is None or not getattr(pspec, "additive", False), tag)
-            if re.search(r"\b(max|min|avg)\(", t.gold_cypher):
-                prop = _gold_prop(t.gold_cypher)
-                _, pspec = _prop_spec(spec, prop, t.gold_cypher) if prop else (None, None)
-                hit("extreme_or_mean_over_non_comparable",
-                    pspec is not None and not getattr(pspec, "comparable", True), tag)
-            renamed = [(p, a) for _, p, a in _RET_AS.findall(t.gold_cypher[t.gold_cypher.rfind("RETURN"):])
-                       if p != a and a == "name"]
-            hit("gold_renames_to_name", bool(renamed), tag)
-            if sym[s.world] and _uses(t.gold_cypher, sym[s.world]):
-                sym_pending.append((s.world, t))
-            # bookkeeping
-            if listing:
-                listed_labels.append((t.index, result_label(t.gold_cypher)))
-                labels_after.append(result_label(t.gold_cypher))
-                listed.append((t.index, t.gold_rows))
-                active_turn = t.index
-            else:
-                labels_after.append(labels_after[t.depends_on] if t.depends_on is not None else None)
-                active_turn = t.depends_on if t.depends_on is not None else active_turn
-            for k in question_kinds(s, t):
-                kinds_per_world[s.world][k] += 1
-            kinds_per_world[s.world][t.phenomenon] += 1
-            cx = complexity(t)
-            for k in ("match", "hops", "with"):
-                comp[k] += cx[k]
-            for k in ("order_by", "varlen", "optional"):
-                comp[k] += cx[k]
-            agg_kinds.update(cx["agg"])
-            if t.depends_on is not None:
-                follow_ups += 1
-                prev = s.turns[t.depends_on].gold_cypher.split("\n")
-                head = [x for x in prev if not x.startswith("RETURN")]
-                extends += t.gold_cypher.split("\n")[:len(head)] == head and \
-                    len(t.gold_cypher.split("\n")) - len(head) <= 2
-    n_sym_changed = n_sym_directed = 0
+            view = TurnView(s, t, worlds[s.world], seen)
+            for check in TURN_CHECKS:
+                check(view, tally.hit)
+            if view.world.symmetric and _uses(t.gold_cypher, view.world.symmetric):
+                symmetric_turns.append((s.world, t))
+            seen.remember(t)
+    directed = 0
     if executor_for is not None:
-        from benchmark.world_builder import canonical_rows
-
-        for world, t in sym_pending:
-            both = _both_ways(t.gold_cypher, sym[world])
-            directed = both != t.gold_cypher
-            changed = False
-            if directed:
-                n_sym_directed += 1
-                r = executor_for(world).run(both, max_rows=5000, timeout=60)
-                changed = r.error is not None or canonical_rows(r.rows) != t.gold_rows
-            hit("symmetric_traversed_one_way", changed, f"{t.index}: {t.utterance}")
+        directed = check_symmetric_traversal(symmetric_turns, worlds, executor_for, tally.hit)
+    turns = [t for s in sessions for t in s.turns]
     n = len(turns)
     phen = Counter(t.phenomenon for t in turns)
-    openings = Counter(" ".join(_words(t.shown_utterance)[:5]) for t in turns)
-    shared = sum(c for c in openings.values() if c > 21)
-    worlds = sorted(kinds_per_world)
     return {
         "sessions": len(sessions), "turns": n,
-        "checks": {k: {"count": v[0], "of": v[1], "rate": round(v[0] / v[1], 4) if v[1] else 0.0}
-                   for k, v in checks.items()},
-        "examples": dict(examples),
-        "symmetric": {"turns_using": len(sym_pending), "directed": n_sym_directed,
-                      "checked": executor_for is not None},
+        "checks": tally.rates(),
+        "examples": dict(tally.examples),
+        "symmetric": {"turns_using": len(symmetric_turns), "directed": directed, "checked": executor_for is not None},
         "shares": {"REFINE": round(phen["REFINE"] / n, 4), "RECURSE": round(phen["RECURSE"] / n, 4)},
         "phenomena": dict(sorted(phen.items())),
-        "five_word_openings": {"shared_by_more_than_20_others": round(shared / n, 4),
-                               "largest_share": round(max(openings.values()) / n, 4),
-                               "top": openings.most_common(3)},
-        "kinds_per_world": {w: dict(sorted(kinds_per_world[w].items())) for w in worlds},
-        "complexity": {"match_per_gold": round(comp["match"] / n, 3), "hops_per_gold": round(comp["hops"] / n, 3),
-                       "with_per_gold": round(comp["with"] / n, 3), "order_by_share": round(comp["order_by"] / n, 4),
-                       "varlen_share": round(comp["varlen"] / n, 4), "optional_share": round(comp["optional"] / n, 4),
-                       "aggregation_kinds": dict(sorted(agg_kinds.items()))},
-        "follow_up_is_previous_plus_one_clause": round(extends / follow_ups, 4) if follow_ups else 0.0,
+        "five_word_openings": five_word_openings(turns),
+        "kinds_per_world": kinds_per_world(sessions),
+        "complexity": gold_complexity(turns),
+        "follow_up_is_previous_plus_one_clause": extends_previous_share(sessions),
     }
 
 

@@ -110,18 +110,13 @@ def recipe_settings(recipe: Path) -> tuple[dict, dict, dict]:
     return grpo, lora, {k: v for k, v in raw.items() if k not in names}
 
 
-def run_variant(args, name: str) -> dict:
-    """One variant in this process: a few GRPO steps; returns its measurements."""
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+def variant_config(args, name: str, grpo: dict, cuda: bool):
+    """(GRPOConfig, prompt tokens) of a variant: the recipe's GRPO settings with the variant's overrides, HF
+    generation, ``args.steps`` steps each logged, nothing saved; short lengths with ``--tiny``."""
+    from trl import GRPOConfig
 
-    what, overrides, prompt_tokens = VARIANTS[name]
+    _, overrides, prompt_tokens = VARIANTS[name]
     prompt_tokens = prompt_tokens or args.prompt_tokens
-    cuda = torch.cuda.is_available() and not args.tiny
-    grpo, lora, other = recipe_settings(Path(args.recipe))
     settings = {**grpo, **overrides, "use_vllm": False, "output_dir": str(Path(args.out) / "trainer" / name),
                 "max_steps": args.steps, "save_strategy": "no", "report_to": "none", "logging_steps": 1,
                 "log_completions": False, "seed": 0, "bf16": cuda, "use_cpu": not cuda}
@@ -129,32 +124,39 @@ def run_variant(args, name: str) -> dict:
         prompt_tokens = min(prompt_tokens, args.tiny_prompt_tokens)
         settings["max_completion_length"] = min(settings.get("max_completion_length", 768), args.tiny_completion_tokens)
     settings.pop("max_tool_calling_iterations", None)  # no environment: one generation per rollout
-    config = GRPOConfig(**settings)
+    return GRPOConfig(**settings), prompt_tokens
 
-    dtype = torch.bfloat16 if cuda else torch.float32
-    t0 = time.perf_counter()
-    model = random_model(TINY if args.tiny else QWEN25_3B, dtype, "cuda" if cuda else "cpu")
-    build_s = time.perf_counter() - t0
-    tok = word_tokenizer(model.config.vocab_size)
-    params = sum(p.numel() for p in model.parameters())
 
-    g = config.num_generations
-    prompts_per_step = config.per_device_train_batch_size * config.gradient_accumulation_steps // g
+def random_prompts(n: int, tokens: int) -> list[dict]:
+    """``n`` seeded prompts of ``tokens`` random words each (one token a word, see word_tokenizer)."""
     rng = random.Random(0)
-    n_prompts = max(prompts_per_step * args.steps, 1)
-    rows = [{"prompt": " ".join(f"w{rng.randrange(100, 151_000)}" for _ in range(prompt_tokens))}
-            for _ in range(n_prompts)]
+    return [{"prompt": " ".join(f"w{rng.randrange(100, 151_000)}" for _ in range(tokens))} for _ in range(n)]
 
+
+def random_reward_func():
+    """A reward of seeded random numbers: advantages are not zero, so every step trains."""
     reward_rng = random.Random(1)
 
     def random_reward(completions, **kwargs):
         return [reward_rng.random() for _ in completions]
 
-    peft = LoraConfig(r=lora.get("lora_r", 16), lora_alpha=lora.get("lora_alpha", 32),
+    return random_reward
+
+
+def lora_config(lora: dict):
+    from peft import LoraConfig
+
+    return LoraConfig(r=lora.get("lora_r", 16), lora_alpha=lora.get("lora_alpha", 32),
                       lora_dropout=lora.get("lora_dropout", 0.05),
                       target_modules=lora.get("lora_target_modules", "all-linear"), task_type="CAUSAL_LM")
-    trainer = GRPOTrainer(model=model, reward_funcs=[random_reward], args=config,
-                          train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft)
+
+
+def clock_steps(trainer, cuda: bool):
+    """Times every training step and the generation inside it (CUDA synchronised, so the times are the
+    GPU's): wraps the model's ``generate`` and adds a callback, whose ``steps`` and ``gen_per_step`` fill
+    as the trainer runs."""
+    import torch
+    from transformers import TrainerCallback
 
     gen_seconds: list[float] = []
     target = trainer.model
@@ -187,19 +189,57 @@ def run_variant(args, name: str) -> dict:
 
     clock = StepClock()
     trainer.add_callback(clock)
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    trainer.train()
-    logs = [entry for entry in trainer.state.log_history if "loss" in entry or "completions/mean_length" in entry]
+    return clock
+
+
+def step_figures(log_history: list[dict], clock, grpo: dict, other: dict, prompts_per_step: int) -> dict:
+    """Step times (the first apart, as warm-up), completion lengths, losses and the recipe's projected run."""
+    logs = [entry for entry in log_history if "loss" in entry or "completions/mean_length" in entry]
     lengths = [e["completions/mean_length"] for e in logs if "completions/mean_length" in e]
     timed = clock.steps[1:] or clock.steps
     gen = clock.gen_per_step[1:] or clock.gen_per_step
     step_s = statistics.median(timed)
     epochs = float(grpo.get("num_train_epochs") or 1)
     full_steps = math.ceil(int(other.get("max_examples") or 1000) * epochs / max(prompts_per_step, 1))
+    return {
+        "step_s": [round(s, 2) for s in clock.steps], "median_step_s": round(step_s, 2),
+        "generation_s_per_step": round(statistics.median(gen), 2) if gen else None,
+        "completion_mean_length": lengths,
+        "losses": [e.get("loss") for e in logs if "loss" in e],
+        "recipe_steps": full_steps, "projected_hours": round(full_steps * step_s / 3600, 1),
+    }
+
+
+def run_variant(args, name: str) -> dict:
+    """One variant in this process: a few GRPO steps; returns its measurements."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    cuda = torch.cuda.is_available() and not args.tiny
+    grpo, lora, other = recipe_settings(Path(args.recipe))
+    config, prompt_tokens = variant_config(args, name, grpo, cuda)
+
+    dtype = torch.bfloat16 if cuda else torch.float32
+    t0 = time.perf_counter()
+    model = random_model(TINY if args.tiny else QWEN25_3B, dtype, "cuda" if cuda else "cpu")
+    build_s = time.perf_counter() - t0
+    tok = word_tokenizer(model.config.vocab_size)
+    params = sum(p.numel() for p in model.parameters())
+
+    g = config.num_generations
+    prompts_per_step = config.per_device_train_batch_size * config.gradient_accumulation_steps // g
+    rows = random_prompts(max(prompts_per_step * args.steps, 1), prompt_tokens)
+    peft = lora_config(lora)
+    trainer = GRPOTrainer(model=model, reward_funcs=[random_reward_func()], args=config,
+                          train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft)
+    clock = clock_steps(trainer, cuda)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    trainer.train()
     gib = 1 << 30
     return {
-        "variant": name, "what": what, "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "variant": name, "what": VARIANTS[name][0], "device": torch.cuda.get_device_name() if cuda else "cpu",
         "model": "tiny Qwen2 (vocabulary 151,936)" if args.tiny else "Qwen2.5-3B architecture, random weights",
         "parameters": params, "model_build_s": round(build_s, 1), "dtype": str(dtype).replace("torch.", ""),
         "prompt_tokens": prompt_tokens, "max_completion_length": config.max_completion_length,
@@ -209,11 +249,7 @@ def run_variant(args, name: str) -> dict:
         "cache_implementation": config.cache_implementation, "lora_r": peft.r,
         "peak_allocated_gib": round(torch.cuda.max_memory_allocated() / gib, 2) if cuda else None,
         "peak_reserved_gib": round(torch.cuda.max_memory_reserved() / gib, 2) if cuda else None,
-        "step_s": [round(s, 2) for s in clock.steps], "median_step_s": round(step_s, 2),
-        "generation_s_per_step": round(statistics.median(gen), 2) if gen else None,
-        "completion_mean_length": lengths,
-        "losses": [e.get("loss") for e in logs if "loss" in e],
-        "recipe_steps": full_steps, "projected_hours": round(full_steps * step_s / 3600, 1),
+        **step_figures(trainer.state.log_history, clock, grpo, other, prompts_per_step),
     }
 
 
@@ -232,7 +268,7 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--recipe", default=str(ROOT / "configs" / "qwen2.5-3b_grpo.yaml"))
     ap.add_argument("--out", default=os.environ.get("OUT") or "runs/gpu_check")
@@ -247,6 +283,56 @@ def main() -> int:
     ap.add_argument("--tiny-prompt-tokens", type=int, default=64)
     ap.add_argument("--tiny-completion-tokens", type=int, default=16)
     ap.add_argument("--run-variant", help=argparse.SUPPRESS)
+    return ap
+
+
+def variant_in_subprocess(args, name: str, out: Path, limit: float) -> dict:
+    """Runs one variant in its own process (``--run-variant``), stopped after ``limit`` seconds: its
+    measurements, or its error (out of memory, stopped, failed; the log is ``OUT/variant-NAME.log``)."""
+    cmd = [sys.executable, __file__, "--run-variant", name, "--recipe", args.recipe, "--out", str(out),
+           "--steps", str(args.steps), "--prompt-tokens", str(args.prompt_tokens),
+           "--tiny-prompt-tokens", str(args.tiny_prompt_tokens),
+           "--tiny-completion-tokens", str(args.tiny_completion_tokens)] + (["--tiny"] if args.tiny else [])
+    log = out / f"variant-{name}.log"
+    try:
+        with open(log, "w") as f:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=limit).returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    target = out / f"variant-{name}.json"
+    if rc == 0 and target.is_file():
+        return json.loads(target.read_text())
+    if rc is None:
+        return {"variant": name, "error": f"stopped after {limit:.0f} s (see {log.name})"}
+    text = log.read_text(errors="replace")
+    oom = "out of memory" in text.lower() or "OutOfMemoryError" in text
+    return {"variant": name, "error": "out of memory" if oom else f"failed (exit {rc}): see {log.name}"}
+
+
+def summary_line(r: dict) -> str:
+    return "    " + (r["error"] if "error" in r else
+                      f"peak {r['peak_allocated_gib']} GiB allocated, {r['peak_reserved_gib']} GiB reserved, "
+                      f"{r['median_step_s']} s/step ({r['generation_s_per_step']} s generating), steps {r['step_s']}")
+
+
+def run_variants(args, names: list[str], out: Path) -> list[dict]:
+    """Each variant in its own process, in turn, while the time budget lasts (a variant not started is
+    reported as not run); prints a line as each starts and ends."""
+    start, results = time.perf_counter(), []
+    for name in names:
+        elapsed = time.perf_counter() - start
+        if elapsed > args.budget_s:
+            results.append({"variant": name, "error": f"not run: {elapsed:.0f} s of the {args.budget_s:.0f} s budget used"})
+            continue
+        print(f"[{elapsed:5.0f} s] {name}: {VARIANTS[name][0]}", flush=True)
+        limit = max(60.0, args.budget_s + args.grace_s - elapsed)  # the whole check ends by budget + grace
+        results.append(variant_in_subprocess(args, name, out, limit))
+        print(summary_line(results[-1]), flush=True)
+    return results
+
+
+def main() -> int:
+    ap = build_parser()
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -259,38 +345,7 @@ def main() -> int:
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variant(s) {unknown}; choose from {list(VARIANTS)}")
-    start, results = time.perf_counter(), []
-    for name in names:
-        elapsed = time.perf_counter() - start
-        if elapsed > args.budget_s:
-            results.append({"variant": name, "error": f"not run: {elapsed:.0f} s of the {args.budget_s:.0f} s budget used"})
-            continue
-        print(f"[{elapsed:5.0f} s] {name}: {VARIANTS[name][0]}", flush=True)
-        cmd = [sys.executable, __file__, "--run-variant", name, "--recipe", args.recipe, "--out", str(out),
-               "--steps", str(args.steps), "--prompt-tokens", str(args.prompt_tokens),
-               "--tiny-prompt-tokens", str(args.tiny_prompt_tokens),
-               "--tiny-completion-tokens", str(args.tiny_completion_tokens)] + (["--tiny"] if args.tiny else [])
-        log = out / f"variant-{name}.log"
-        limit = max(60.0, args.budget_s + args.grace_s - elapsed)  # the whole check ends by budget + grace
-        try:
-            with open(log, "w") as f:
-                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=limit).returncode
-        except subprocess.TimeoutExpired:
-            rc = None
-        target = out / f"variant-{name}.json"
-        if rc == 0 and target.is_file():
-            results.append(json.loads(target.read_text()))
-        elif rc is None:
-            results.append({"variant": name, "error": f"stopped after {limit:.0f} s (see {log.name})"})
-        else:
-            text = log.read_text(errors="replace")
-            oom = "out of memory" in text.lower() or "OutOfMemoryError" in text
-            results.append({"variant": name, "error": "out of memory" if oom else f"failed (exit {rc}): see {log.name}"})
-        r = results[-1]
-        print("    " + (r["error"] if "error" in r else
-                        f"peak {r['peak_allocated_gib']} GiB allocated, {r['peak_reserved_gib']} GiB reserved, "
-                        f"{r['median_step_s']} s/step ({r['generation_s_per_step']} s generating), steps {r['step_s']}"),
-              flush=True)
+    results = run_variants(args, names, out)
     (out / "gpu_check.json").write_text(json.dumps(results, indent=2))
     (out / "gpu_check.md").write_text(table(results) + "\n")
     print(table(results))
