@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from scoring.score import GoldCache, GoldQueryError, add_score_command, cmd_score, score_pair
+from scoring.judge import GoldCache, GoldQueryError
+from scoring.score import add_score_command, cmd_score, score_pair
 
 pytestmark = pytest.mark.neo4j
 
