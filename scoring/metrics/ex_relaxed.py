@@ -235,7 +235,8 @@ def align_columns(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]
     columns than the gold, or (``allow_extra_columns=False``) another number of columns. ``complete``:
     only an assignment under which the results match (every row paired, as many rows on both sides).
     A complete alignment, when one exists, is always the answer (the first found), so an incomplete
-    one comes back exactly when EX relaxed scores 0. Both results empty -> ``Alignment((), 0)``."""
+    one comes back exactly when ``ex_relaxed`` (same ``ordered``, ``allow_extra_columns``) scores 0.
+    Both results empty -> ``Alignment((), 0)``."""
     _check(gold_columns, gold_rows, "gold")
     _check(pred_columns, pred_rows, "predicted")
     if not gold_rows and not pred_rows:
@@ -261,8 +262,7 @@ def align_columns(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]
     def leaf(used: list[int]) -> int:
         return pairs(gold_rows_c, [("row", tuple(row[j] for j in used)) for row in pred])
 
-    if same_count:
-        # every column matched position by position: the rows match
+    if same_count:  # ordered: columns that all match position by position make rows that do
         found = _search(counts, (lambda used: n) if ordered else leaf, need=n, ceiling=n, limit=MAX_ASSIGNMENTS)
         if found is not None or complete:
             return found
