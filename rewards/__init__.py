@@ -13,7 +13,7 @@ dataset columns (``gold_cypher``, ``gold_key_values``, ``gold_triples``, ``world
   ``scoring.Judge`` (the evaluator's and the environment's judge): batched, parallel, gold results
   cached; picklable ``ExecutionReward`` instances configured by ``ExecutionRewardOptions``; an
   unreachable database raises ``RewardInfrastructureError``;
-- ``rewards.cypher_parse``: gold key-values and triples derived from a Cypher query (external data);
+- ``rewards.gold_from_cypher``: gold key-values and triples derived from a Cypher query (external data);
 - ``rewards.completions``: the tagged response format and the extractors;
 - ``rewards.registry``: ``resolve``, ``parse_reward_specs``, ``weighted`` (built-in names, import paths
   ``pkg.module:function``, entry-point group ``cypherturn.rewards``).

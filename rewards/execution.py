@@ -43,35 +43,32 @@ batching, gold caching (of the gold's provenance), failure and infrastructure ru
 (``Judge.psjs_batch``: provenance queries only); it needs the gold query (a stored result has no
 provenance).
 
-Row-level F1 (``row_f1``): columns are aligned by name when the predicted columns include every gold
-column name, otherwise each gold column takes the unused predicted column whose values overlap it most
-(ties to the leftmost); a gold column left without a partner makes every row differ. Rows are then
-compared as multisets of canonical values (``scoring.metrics.ex.canonical``; floats rounded to 12
-significant digits): precision = common / predicted rows, recall = common / gold rows, F1 their
-harmonic mean; both empty -> 1.0, one empty -> 0.0. Order is ignored.
+Row-level F1 (``row_f1``): the judge's EX relaxed rules, with partial credit. Column names are ignored:
+the gold columns are aligned to distinct predicted columns by ``scoring.metrics.ex_relaxed.align_columns``
+(the assignment under which the most gold rows find an equal predicted row; extra predicted columns
+allowed), and values are equal under the same float tolerance (``scoring.metrics.ex_relaxed.close``).
+Then precision = common / predicted rows, recall = common / gold rows, F1 their harmonic mean; both
+empty -> 1.0, one empty, fewer predicted columns than gold ones, or no row in common -> 0.0. Order is
+ignored. So a prediction scores F1 1.0 exactly when EX relaxed would score it 1 (unordered).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from benchmark.session import decode_json
-from graphs.errors import InputError
+from graphs.errors import InfrastructureError, InputError
 from rewards.completions import completion_text, extract_query
 from rewards.completions import kwargs_column as _column
-from scoring.judge import InfrastructureError, Judge, JudgeLimits, Pair, Verdict, compare
+from scoring.judge import Judge, JudgeLimits, Pair, Verdict, compare
+from scoring.metrics.ex_relaxed import align_columns
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 5.0
-DEFAULT_MAX_ROWS = JudgeLimits.max_rows
-DEFAULT_MAX_WORKERS = JudgeLimits.workers
-DEFAULT_GOLD_CACHE = JudgeLimits.gold_cache_size
+DEFAULT_TIMEOUT_S = 5.0  # the rewards' per-query limit: a training step waits for its slowest query
 
 
 class RewardInfrastructureError(InfrastructureError):
@@ -79,49 +76,6 @@ class RewardInfrastructureError(InfrastructureError):
 
 
 # -- row-level F1 -----------------------------------------------------------------------------------------
-
-def _round(value: tuple) -> tuple:
-    tag = value[0]
-    if tag == "num" and isinstance(value[1], float):
-        x = value[1]
-        return ("num", float(f"{x:.12g}")) if math.isfinite(x) else value
-    if tag in ("list", "path"):
-        return (tag, tuple(_round(v) for v in value[1]))
-    if tag == "map":
-        return ("map", tuple((k, _round(v)) for k, v in value[1]))
-    if tag in ("node", "rel"):
-        return (tag, value[1], _round(value[2]))
-    return value
-
-
-def _canon(value: Any) -> tuple:
-    from scoring.metrics.ex import canonical
-
-    return _round(canonical(value))
-
-
-def _align(gold_columns: Sequence[str], gold_rows, pred_columns: Sequence[str], pred_rows) -> list[int | None]:
-    """For each gold column, the index of its predicted partner column (or None)."""
-    if set(gold_columns) <= set(pred_columns):
-        position = {c: i for i, c in enumerate(pred_columns)}
-        return [position[c] for c in gold_columns]
-    gold_vals = [Counter(_canon(r[i]) for r in gold_rows) for i in range(len(gold_columns))]
-    pred_vals = [Counter(_canon(r[j]) for r in pred_rows) for j in range(len(pred_columns))]
-    used: set[int] = set()
-    out: list[int | None] = []
-    for gv in gold_vals:
-        best, best_overlap = None, -1
-        for j, pv in enumerate(pred_vals):
-            if j in used:
-                continue
-            overlap = sum((gv & pv).values())
-            if overlap > best_overlap:
-                best, best_overlap = j, overlap
-        if best is not None:
-            used.add(best)
-        out.append(best)
-    return out
-
 
 def row_f1(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]], pred_columns: Sequence[str],
            pred_rows: Sequence[Sequence[Any]], *, pred_row_count: int | None = None) -> float:
@@ -132,15 +86,10 @@ def row_f1(gold_columns: Sequence[str], gold_rows: Sequence[Sequence[Any]], pred
         return 1.0
     if not gold_rows or not n_pred:
         return 0.0
-    align = _align(gold_columns, gold_rows, pred_columns, pred_rows)
-    if any(j is None for j in align):
+    alignment = align_columns(gold_columns, gold_rows, pred_columns, pred_rows)
+    if alignment is None:
         return 0.0
-    gold = Counter(tuple(_canon(v) for v in row) for row in gold_rows)
-    pred = Counter(tuple(_canon(row[j]) for j in align) for row in pred_rows)
-    common = sum((gold & pred).values())
-    if not common:
-        return 0.0
-    precision, recall = common / n_pred, common / len(gold_rows)
+    precision, recall = alignment.common / n_pred, alignment.common / len(gold_rows)
     return 2 * precision * recall / (precision + recall)
 
 

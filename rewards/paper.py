@@ -72,7 +72,7 @@ gold. Items that do not parse do not count (and cover nothing).
 ``"pass"``: always +1 (the literal ``X ⊇ ∅``); ``"skip"``: ``None`` (TRL leaves it out of the sum).
 
 **Derived golds.** When a row has no ``gold_key_values`` / ``gold_triples`` (the column is missing or
-the value is ``None``), they are derived from ``gold_cypher`` by ``rewards.cypher_parse`` (for
+the value is ``None``), they are derived from ``gold_cypher`` by ``rewards.gold_from_cypher`` (for
 external corpora such as Neo4j's Text2Cypher dataset). An empty list is a real, empty gold set.
 """
 
@@ -86,10 +86,10 @@ from benchmark.session import decode_json
 from graphs.cypher_syntax import (CALLABLE_KEYWORDS, CLAUSE_OPENERS, KEYWORDS, OPENING, Token, decode_string,
                                   enclosing_brackets, group_end, is_keyword, name_of, plain_name, tokenize)
 from graphs.errors import InputError
-from rewards import cypher_parse
+from rewards import gold_from_cypher
 from rewards.completions import check_format, completion_text, extract_answer, extract_tag
 from rewards.completions import kwargs_column as _column
-from rewards.cypher_parse import Triple
+from rewards.gold_from_cypher import Triple
 
 EMPTY_GOLD_MODES = ("exact", "pass", "skip")
 NOTHING = frozenset({"none", "n/a", "na", "-", "--", "null", "nil", "empty", "...", "…", "nothing"})
@@ -606,7 +606,7 @@ class KeyValueReward(SupersetReward):
 
     name, tag, column = "key_value_reward", "key_value", "gold_key_values"
     parse = staticmethod(parse_key_values)
-    derive = staticmethod(cypher_parse.gold_key_values)
+    derive = staticmethod(gold_from_cypher.gold_key_values)
     gold_items = staticmethod(_gold_kv_items)
     covers = staticmethod(_kv_covers)
 
@@ -616,7 +616,7 @@ class TripleReward(SupersetReward):
 
     name, tag, column = "triple_reward", "relationship", "gold_triples"
     parse = staticmethod(parse_triples)
-    derive = staticmethod(cypher_parse.gold_triples)
+    derive = staticmethod(gold_from_cypher.gold_triples)
     gold_items = staticmethod(_gold_triple_items)
     covers = staticmethod(_triple_covers)
 

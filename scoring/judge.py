@@ -55,16 +55,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
-from scoring.metrics.ex import ex_strict, is_ordered
-from scoring.metrics.ex_relaxed import ex_relaxed
-from scoring.metrics.psjs import (PROVENANCE_MAX_ROWS, InfrastructureError, Provenance, PSJSResult, provenance,
-                                    psjs_from_provenance)
+from graphs.errors import InfrastructureError, InputError
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.lru import LRUCache
-from graphs.errors import InputError
+from scoring.metrics.ex import ex_strict, is_ordered
+from scoring.metrics.ex_relaxed import ex_relaxed
+from scoring.metrics.psjs import PROVENANCE_MAX_ROWS, Provenance, PSJSResult, provenance, psjs_from_provenance
 
-__all__ = ["Judge", "JudgeLimits", "Pair", "Verdict", "GoldCache", "GoldEntry", "GoldQueryError",
-           "InfrastructureError", "compare", "same_text", "shared_judge", "TRUNCATION_RULE"]
+__all__ = ["Judge", "JudgeLimits", "Pair", "Verdict", "GoldCache", "GoldEntry", "GoldQueryError", "compare",
+           "same_text", "shared_judge", "TRUNCATION_RULE"]
 
 TRUNCATION_RULE = ("a result cut at the row cap is never equal to another result: either side cut -> EX 0, "
                    "unless the prediction's text is the gold's (then EX 1, not run)")
@@ -107,9 +106,11 @@ class GoldEntry:
 
 
 class GoldCache(LRUCache[GoldEntry]):
-    """A thread-safe LRU cache of gold results (and provenances) keyed by (world, gold cypher)."""
+    """The project's one gold cache: a thread-safe LRU of gold results (and provenances) keyed by (world,
+    gold cypher). Every judge owns one (``limits.gold_cache_size`` entries), so the process-wide default
+    is the shared judge's (``shared_judge(limits).gold_cache``); a call may pass its own or None."""
 
-    def __init__(self, maxsize: int = 4096):
+    def __init__(self, maxsize: int = JudgeLimits.gold_cache_size):
         super().__init__(maxsize)
 
 
@@ -205,9 +206,9 @@ _DEFAULT: Any = object()
 class Judge:
     """Judges (gold, prediction) pairs under one ``JudgeLimits`` (module docstring). Thread-safe."""
 
-    def __init__(self, limits: JudgeLimits | None = None, *, gold_cache: GoldCache | None = None):
+    def __init__(self, limits: JudgeLimits | None = None):
         self.limits = limits or JudgeLimits()
-        self.gold_cache = gold_cache if gold_cache is not None else GoldCache(self.limits.gold_cache_size)
+        self.gold_cache = GoldCache(self.limits.gold_cache_size)
         self._executors: dict[tuple[str, bool], SafeExecutor] = {}
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None

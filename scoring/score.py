@@ -19,13 +19,14 @@ rewrites, less what came from the cache.)
   against it (the benchmark's gates make this a dataset bug).
 - A prediction whose text is the gold's (up to surrounding whitespace and a final ``;``) is not run
   again: it gets the gold's result and provenance (gold queries are verified deterministic).
-- Rows are fetched up to ``SCORE_MAX_ROWS`` (``JudgeLimits.max_rows``); a result cut there
-  (``truncated``) is never equal to another one: EX 0, unless the prediction is the gold's text.
+- Rows are fetched up to ``JudgeLimits.max_rows``; a result cut there (``truncated``) is never equal
+  to another one: EX 0, unless the prediction is the gold's text.
 
-Gold results (with the gold's ordering flag and, once computed, its provenance) are kept in an LRU
-cache keyed by (world, gold cypher) — the gold is run once however many predictions are scored
-against it. ``GOLD_CACHE`` is the process-wide one (``GOLD_CACHE.clear()``, ``.stats()``); pass
-``cache=None`` to bypass it or your own ``GoldCache``.
+Gold results (with the gold's ordering flag and, once computed, its provenance) are kept in the gold
+cache (``scoring.judge.GoldCache``, keyed by (world, gold cypher)): the gold is run once however many
+predictions are scored against it. By default that is the cache of the process-wide judge of these
+limits (``shared_judge(timeout=...).gold_cache``); pass ``cache=None`` to bypass it, or your own
+``GoldCache``.
 
 CLI: ``python -m scoring score --world W --gold "..." --pred "..." [--json]`` (``add_score_command``
 registers it on the ``python -m scoring`` parser).
@@ -37,22 +38,20 @@ import json
 import sys
 from typing import Any
 
-from scoring.judge import GoldCache, GoldQueryError, InfrastructureError, JudgeLimits, shared_judge
+from graphs.errors import InfrastructureError
+from scoring.judge import GoldCache, GoldQueryError, shared_judge
 
-__all__ = ["score_pair", "GoldCache", "GOLD_CACHE", "GoldQueryError", "InfrastructureError",
-           "add_score_command", "cmd_score", "SCORE_MAX_ROWS"]
+__all__ = ["score_pair", "add_score_command", "cmd_score"]
 
-SCORE_MAX_ROWS = JudgeLimits().max_rows
-
-GOLD_CACHE = GoldCache()
-_DEFAULT = object()
+_SHARED_CACHE: Any = object()  # stands for the shared judge's own gold cache
 
 
 def score_pair(world: str, gold: str, pred: str | None, *, timeout: float = 120.0, with_psjs: bool = True,
-               cache: Any = _DEFAULT) -> dict:
+               cache: GoldCache | None = _SHARED_CACHE) -> dict:
     """Score ``pred`` against ``gold`` on ``world`` (module docstring)."""
-    cache = GOLD_CACHE if cache is _DEFAULT else cache
-    v = shared_judge(timeout=timeout).judge(world, gold, pred, psjs=with_psjs, cache=cache).raise_for_error()
+    judge = shared_judge(timeout=timeout)
+    cache = judge.gold_cache if cache is _SHARED_CACHE else cache
+    v = judge.judge(world, gold, pred, psjs=with_psjs, cache=cache).raise_for_error()
     out: dict[str, Any] = {"ex": v.ex, "ex_relaxed": v.ex_relaxed, "psjs": v.psjs, "psjs_reason": v.psjs_reason,
                            "ordered": v.ordered, "truncated": v.truncated, "gold_cached": v.gold_cached,
                            "db_ms": v.db_ms, "gold": v.gold.to_dict(), "pred": None if pred is None else v.pred.to_dict()}

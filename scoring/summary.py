@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.metrics import actions, bleu, breakdown, cer, sem, significance, tokens
-from scoring.metrics._records import is_scored, mean
+from scoring.records import is_scored, mean
 
 
 def fill_psjs(records: list[dict], *, workers: int = 8) -> None:

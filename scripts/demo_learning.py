@@ -222,7 +222,7 @@ def _schema_share(records: list[dict]) -> float | None:
 
 
 def summarize_run(run: Path) -> dict:
-    from scoring.metrics._records import split_scored
+    from scoring.records import split_scored
     from scoring.summary import fill_psjs
 
     records = _records(run)

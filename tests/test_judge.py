@@ -7,14 +7,15 @@ import pickle
 
 import pytest
 
-from scoring.score import score_pair
 from benchmark.session import Session, Turn
 from envs.env import CypherTurnEnv, EnvConfig
 from envs.prompts import GUIDED_CAP
+from graphs.errors import InfrastructureError
 from graphs.executor import QueryError, QueryResult, execute
 from rewards.execution import (ExecutionReward, ExecutionRewardOptions, RewardInfrastructureError,
                                execution_reward, make_execution_reward)
-from scoring.judge import GoldQueryError, InfrastructureError, Judge, JudgeLimits, Pair, shared_judge
+from scoring.judge import GoldQueryError, Judge, JudgeLimits, Pair, shared_judge
+from scoring.score import score_pair
 
 pytestmark = pytest.mark.neo4j
 

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from scoring.score import GoldCache, GoldQueryError, add_score_command, cmd_score, score_pair
+from scoring.judge import GoldCache, GoldQueryError, shared_judge
+from scoring.score import add_score_command, cmd_score, score_pair
 
 pytestmark = pytest.mark.neo4j
 
@@ -61,6 +62,17 @@ def test_cmd_score_on_its_own_parser(capsys):
     assert commands["score"] is cmd_score and args.func is cmd_score
     assert cmd_score(args) == 0
     assert json.loads(capsys.readouterr().out)["ex_relaxed"] == 1
+
+
+def test_score_pair_uses_the_shared_judges_gold_cache_by_default():
+    """One gold cache per judge: score_pair's default is the process-wide judge's (of its limits)."""
+    cache = shared_judge(timeout=60.0).gold_cache
+    gold = "MATCH (e:Emperor) RETURN e.name AS name, 60 AS marker"
+    first = score_pair(W, gold, PRED, timeout=60.0, with_psjs=False)
+    second = score_pair(W, gold, PRED, timeout=60.0, with_psjs=False)
+    assert not first["gold_cached"] and second["gold_cached"]
+    assert cache.get((W, gold)) is not None
+    assert shared_judge().gold_cache.get((W, gold)) is None  # other limits, another judge and cache
 
 
 def test_score_pair_cache_and_missing_prediction():

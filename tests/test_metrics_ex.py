@@ -10,7 +10,12 @@ from __future__ import annotations
 import pytest
 
 from scoring.metrics.ex import canonical, ex_strict, is_ordered
-from scoring.metrics.ex_relaxed import ex_relaxed, relaxed_column_match
+import itertools
+import random
+from collections import Counter
+
+from rewards.execution import row_f1
+from scoring.metrics.ex_relaxed import align_columns, common_count, ex_relaxed, relaxed_column_match
 
 
 def node(labels, **props):
@@ -92,6 +97,53 @@ def test_relaxed_matching_is_deterministic_first_assignment():
     assert relaxed_column_match(["a"], [[1]], ["p", "q"], [[1, 1]], ordered=False) == [0]
     assert relaxed_column_match(["a", "b"], [[1, 2]], ["p", "q", "r"], [[2, 9, 1]], ordered=False) == [2, 0]
     assert relaxed_column_match(["a"], [], ["p"], [], ordered=False) == []
+
+
+def test_common_count_pairs_each_value_once_under_the_tolerance():
+    c = [canonical(v) for v in (1.0, 1.0000001, 2, "x")]
+    assert common_count(c, [canonical(v) for v in (1.0000001, 1.0, 2.0, "x")]) == 4
+    assert common_count(c, [canonical(v) for v in (1.0, 1.0, 3, "y")]) == 2   # 1.0 twice: both pair, once each
+    assert common_count([canonical(1000000)], [canonical(1000001)]) == 0      # integers get no tolerance
+    # a chain: pairing the identical 1.0s would leave 1 - 9e-7 and 1 + 9e-7 (not close); sorted pairing pairs all
+    assert common_count([canonical(1.0), canonical(1 - 9e-7)], [canonical(1.0), canonical(1 + 9e-7)]) == 2
+
+
+def _brute_force_common(gold_rows, k, pred_rows, m) -> int:
+    """Rows in common (exact values) under the best assignment, trying every one."""
+    best = 0
+    for cols in itertools.permutations(range(m), k):
+        gold = Counter(tuple(canonical(v) for v in row) for row in gold_rows)
+        pred = Counter(tuple(canonical(row[j]) for j in cols) for row in pred_rows)
+        best = max(best, sum((gold & pred).values()))
+    return best
+
+
+def test_align_columns_finds_the_assignment_with_the_most_rows_in_common():
+    rng = random.Random(21)
+    for _ in range(400):
+        k, n, n2 = rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 6)
+        m = rng.randint(k, 4)
+        gold = [[rng.choice([1, 2, "x", "y"]) for _ in range(k)] for _ in range(n)]
+        pred = [[rng.choice([1, 2, "x", "y"]) for _ in range(m)] for _ in range(n2)]
+        found = align_columns(["g"] * k, gold, ["p"] * m, pred)
+        assert (0 if found is None else found.common) == _brute_force_common(gold, k, pred, m), (gold, pred)
+
+
+def test_row_f1_is_one_exactly_when_ex_relaxed_is():
+    """The partial-credit reward and the published metric share one rule: on every unordered pair of the
+    table above, and on random ones, row F1 is 1.0 exactly when EX relaxed is 1."""
+    for _, gc, gr, pc, pr, ordered, _, relaxed in PURE:
+        if not ordered:
+            assert (row_f1(gc, gr, pc, pr) == 1.0) == bool(ex_relaxed(gc, gr, pc, pr, ordered=False)), (gr, pr)
+    rng = random.Random(7)
+    values = [1, 2, 2.5, 2.5000001, "x", [1, 2.0], None]
+    for _ in range(500):
+        k, n, n2 = rng.randint(1, 3), rng.randint(0, 5), rng.randint(0, 5)
+        m = rng.randint(k, 4)
+        gold = [[rng.choice(values) for _ in range(k)] for _ in range(n)]
+        pred = [[rng.choice(values) for _ in range(m)] for _ in range(n2)]
+        gc, pc = [f"g{i}" for i in range(k)], [f"p{j}" for j in range(m)]
+        assert (row_f1(gc, gold, pc, pred) == 1.0) == bool(ex_relaxed(gc, gold, pc, pred, ordered=False)), (gold, pred)
 
 
 def test_canonical_keeps_types_apart():

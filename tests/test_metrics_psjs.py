@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from graphs.cypher_syntax import CypherParseError
-from scoring.metrics import psjs as metric
-from scoring.metrics.psjs import (PROV_COLUMN, InfrastructureError, Provenance, jaccard, psjs_from_provenance,
-                                  rewrite_provenance)
+from graphs.errors import InfrastructureError
 from graphs.executor import QueryError, QueryResult
+from scoring.metrics import psjs as metric
+from scoring.metrics.psjs import PROV_COLUMN, Provenance, jaccard, psjs_from_provenance, rewrite_provenance
 
 
 def _runner(runner):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rewards
-from rewards import cypher_parse
+from rewards import gold_from_cypher
 from rewards.completions import check_format, completion_text, extract_answer, extract_query, extract_tag
 from rewards.paper import (answer_reward, format_reward, key_value_reward, make_key_value_reward,
                            make_triple_reward, normalize_cypher, parse_key_values, parse_triples, triple_reward)
@@ -59,8 +59,8 @@ def test_darabont_example_scores_four_out_of_four_plain_and_conversational():
 
 
 def test_darabont_gold_key_values_and_triples_derive_from_the_query():
-    assert cypher_parse.gold_key_values(DARABONT_GOLD) == DARABONT["gold_key_values"][0]
-    assert cypher_parse.gold_triples(DARABONT_GOLD) == DARABONT["gold_triples"][0]
+    assert gold_from_cypher.gold_key_values(DARABONT_GOLD) == DARABONT["gold_key_values"][0]
+    assert gold_from_cypher.gold_triples(DARABONT_GOLD) == DARABONT["gold_triples"][0]
     derived = {"gold_cypher": DARABONT["gold_cypher"]}  # an external row: no gold kv / triples columns
     assert key_value_reward(None, [DARABONT_RESPONSE], **derived) == [1.0]
     assert triple_reward(None, [DARABONT_RESPONSE], **derived) == [1.0]
@@ -68,9 +68,9 @@ def test_darabont_gold_key_values_and_triples_derive_from_the_query():
 
 def test_northwind_date_example():
     kw = {"gold_cypher": [DATE_GOLD] * 2}
-    assert cypher_parse.gold_key_values(DATE_GOLD) == [{"label": "Order", "property": "OrderDate",
+    assert gold_from_cypher.gold_key_values(DATE_GOLD) == [{"label": "Order", "property": "OrderDate",
                                                         "value": "1996-08-09"}]
-    assert cypher_parse.gold_triples(DATE_GOLD) == []
+    assert gold_from_cypher.gold_triples(DATE_GOLD) == []
     rl = respond("1996-08-09", "none", DATE_GOLD)
     sft = respond("datetime('1996-08-09T00:00:00Z')", "none", DATE_SFT)
     assert answer_reward(None, [rl, sft], **kw) == [1.0, -1.0]
@@ -85,9 +85,9 @@ def test_northwind_date_example():
 
 def test_northwind_category_example():
     kw = {"gold_cypher": [CATEGORY_GOLD] * 2}
-    assert cypher_parse.gold_triples(CATEGORY_GOLD) == [
+    assert gold_from_cypher.gold_triples(CATEGORY_GOLD) == [
         "(:Customer)-[:PLACED]->(:Order)", "(:Order)-[:CONTAINS]->(:Product)", "(:Product)-[:BELONGS_TO]->(:Category)"]
-    assert cypher_parse.gold_key_values(CATEGORY_GOLD) == [
+    assert gold_from_cypher.gold_key_values(CATEGORY_GOLD) == [
         {"label": "Customer", "property": "Country", "value": "Mexico"},
         {"label": "Category", "property": "CategoryName", "value": "Beverages"}]
     rl = respond("Mexico, Beverages",
@@ -374,12 +374,12 @@ def test_the_four_rewards_sum_like_the_paper():
 
 # -- the gold derivation parser ---------------------------------------------------------------------------------
 
-def test_cypher_parse_patterns_and_comparisons():
+def test_gold_from_cypher_patterns_and_comparisons():
     q = ("MATCH (a_x:Emperor {name: 'Quabro'})-[:GOVERNS]->(p:Province)\nWITH DISTINCT p\n"
          "MATCH (p)-[:GARRISONS*1..]->(l:Legion)\nWITH DISTINCT l WHERE l.strength > 3000 AND "
          "l.raised_on < date('0200-01-01') AND NOT coalesce(l.motto = \"Vinci\", false)\n"
          "RETURN DISTINCT l.name AS name")
-    parsed = cypher_parse.parse(q)
+    parsed = gold_from_cypher.parse(q)
     assert [str(t) for t in parsed.triples] == ["(:Emperor)-[:GOVERNS]->(:Province)", "(:Province)-[:GARRISONS]->(:Legion)"]
     assert parsed.key_values == [
         {"label": "Emperor", "property": "name", "value": "Quabro"},
@@ -389,26 +389,26 @@ def test_cypher_parse_patterns_and_comparisons():
     q2 = ("MATCH (u:User)-[r:WROTE {stars: 5}]->(x)-[:REVIEWS]-(b:Business) WHERE toLower(b.name) CONTAINS 'pizza' "
           "AND b.city IN ['Rome', 'Ostia'] AND 1990 <= r.year AND exists { (b)-[:IN_CATEGORY]->(:Category {name: 'X'}) } "
           "RETURN b {.name, .city} AS business, [(b)<-[:REVIEWS]-(rv) | rv.text] AS texts")
-    parsed = cypher_parse.parse(q2)
+    parsed = gold_from_cypher.parse(q2)
     assert [str(t) for t in parsed.triples] == ["(:Business)-[:IN_CATEGORY]->(:Category)"]  # x and rv unlabelled
     assert {(kv["label"], kv["property"], kv["value"]) for kv in parsed.key_values} == {
         ("WROTE", "stars", 5), ("Business", "name", "pizza"), ("Business", "city", "Rome"),
         ("Business", "city", "Ostia"), ("WROTE", "year", 1990), ("Category", "name", "X")}
     schema = ["(:User)-[:WROTE]->(:Review)", "(:Review)-[:REVIEWS]->(:Business)", "(:Business)-[:IN_CATEGORY]->(:Category)"]
-    assert cypher_parse.gold_triples(q2, schema) == [
+    assert gold_from_cypher.gold_triples(q2, schema) == [
         "(:User)-[:WROTE]->(:Review)", "(:Business)-[:REVIEWS]-(:Review)", "(:Business)-[:IN_CATEGORY]->(:Category)",
         "(:Review)-[:REVIEWS]->(:Business)"]
-    assert cypher_parse.parse("MATCH p=shortestPath((a:Person {name:'A'})-[*]-(b:Person)) RETURN length(p)").key_values == [
+    assert gold_from_cypher.parse("MATCH p=shortestPath((a:Person {name:'A'})-[*]-(b:Person)) RETURN length(p)").key_values == [
         {"label": "Person", "property": "name", "value": "A"}]
 
 
 @pytest.mark.parametrize("junk", ["", "(((", "MATCH (n:", "'unterminated", "RETURN $x = n.y", "\x00", "[:R]->(:B)"])
-def test_cypher_parse_never_raises(junk):
-    parsed = cypher_parse.parse(junk)
+def test_gold_from_cypher_never_raises(junk):
+    parsed = gold_from_cypher.parse(junk)
     assert isinstance(parsed.triples, list) and isinstance(parsed.key_values, list)
 
 
-def test_cypher_parse_matches_the_builders_exact_annotations(tmp_path):
+def test_gold_from_cypher_matches_the_builders_exact_annotations(tmp_path):
     """The derived golds equal what the chain builder recorded, on every chain mode's query shape."""
     from benchmark import chain
 
@@ -428,8 +428,8 @@ def test_cypher_parse_matches_the_builders_exact_annotations(tmp_path):
     steps.append(chain.narrow(chain.expand(s, "GARRISONS", True, "Legion", "name", "n2").new_set, "name",
                               [chain.compare("n2", "Legion", "raised_on", False, dt.date(120, 5, 1))]))
     for step in steps:
-        assert cypher_parse.gold_triples(step.cypher) == list(step.triples), step.cypher
-        assert cypher_parse.gold_key_values(step.cypher) == [kv.to_dict() for kv in step.key_values], step.cypher
+        assert gold_from_cypher.gold_triples(step.cypher) == list(step.triples), step.cypher
+        assert gold_from_cypher.gold_key_values(step.cypher) == [kv.to_dict() for kv in step.key_values], step.cypher
 
 
 # -- the registry ------------------------------------------------------------------------------------------------

@@ -217,8 +217,31 @@ def test_row_f1_units():
     assert row_f1(cols, gold, cols, [[1, "x"]]) == pytest.approx(0.5)               # P 1, R 1/3
     assert row_f1(cols, gold, ["a"], [[1]]) == 0.0                                  # a gold column is missing
     assert row_f1(cols, [], cols, []) == 1.0 and row_f1(cols, gold, cols, []) == 0.0
-    assert row_f1(["x"], [[0.1 + 0.2]], ["x"], [[0.3]]) == 1.0                      # 12 significant digits
+    assert row_f1(["x"], [[0.1 + 0.2]], ["x"], [[0.3]]) == 1.0                      # float tolerance
     assert row_f1(cols, gold, cols, gold[:1], pred_row_count=1001) < 0.01           # truncated prediction
+
+
+def test_row_f1_follows_the_judges_rules():
+    """Row F1 aligns columns and compares values as EX relaxed does (``align_columns``, ``close``). Each
+    case scored otherwise under the reward's former rules (greedy column alignment, names first, floats
+    rounded to 12 significant digits): the former score is in the comment."""
+    # greedy: gold a took the leftmost predicted column with the most overlap (p), leaving b the wrong one
+    assert row_f1(["a", "b"], [[1, 2], [2, 1]], ["p", "q", "r"], [[1, 1, 2], [2, 2, 1]]) == 1.0  # was 0.0
+    # names first: a predicted column named like the gold's but holding other values was taken
+    assert row_f1(["a"], [[1], [2]], ["a", "b"], [[9, 1], [9, 2]]) == 1.0                       # was 0.0
+    # float tolerance: rel 1e-6 and abs 1e-9, not 12 significant digits
+    assert row_f1(["x"], [[1.0]], ["x"], [[1.0000001]]) == 1.0                                  # was 0.0
+    assert row_f1(["x"], [[1e-20], [2.0]], ["x"], [[2e-20], [2.0]]) == 1.0                      # was 0.5
+    assert row_f1(["x"], [[1.0]], ["x"], [[1.001]]) == 0.0                                      # as before
+    assert row_f1(["n"], [[1000000]], ["n"], [[1000001]]) == 0.0                                # ints: exact
+
+
+def test_partial_and_relaxed_rewards_agree():
+    """On the real world, the partial reward is 1.0 exactly where the relaxed EX reward is."""
+    relaxed = execution_relaxed_reward(None, [c for c, _, _ in CASES], **kwargs_for(len(CASES)))
+    partial = partial_reward(None, [c for c, _, _ in CASES], **kwargs_for(len(CASES)))
+    assert [p == 1.0 for p in partial] == [r == 1.0 for r in relaxed]
+    assert 0.0 < partial[4] < 1.0 and relaxed[4] == 0.0  # all provinces: partial credit, no EX
 
 
 def test_psjs_partial_credit():

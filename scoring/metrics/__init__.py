@@ -12,6 +12,6 @@
 - ``breakdown``     means by world, phenomenon, chain mode, persona, turn position
 - ``significance``  bootstrap CIs over sessions, paired bootstrap test, Spearman rank correlation
 
-Turn records are described in ``scoring.metrics._records``; ``scoring.score`` scores one
-(gold, prediction) pair on a world.
+Turn records (their keys and how unscored and cliff turns are read) are described in
+``scoring.records``; ``scoring.score`` scores one (gold, prediction) pair on a world.
 """

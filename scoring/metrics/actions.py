@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from scoring.metrics._records import by_session, is_scored, mean, split_scored
+from scoring.records import by_session, is_scored, mean, split_scored
 
 __all__ = ["ACTION_TYPES", "action_usage", "budget_exhaustion_rate", "ex_excluding_cliff"]
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from scoring.metrics._records import split_scored
+from scoring.records import split_scored
 from graphs.cypher_syntax import KEYWORDS, is_keyword, plain_name, tokenize
 from graphs.errors import InputError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from scoring.metrics._records import split_scored, turn_position
+from scoring.records import split_scored, turn_position
 
 __all__ = ["DIMENSIONS", "breakdown", "breakdowns"]
 

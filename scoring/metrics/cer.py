@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
 from graphs.errors import InputError
-from scoring.metrics._records import by_session, is_chain_dependent, is_scored, turn_position
+from scoring.records import by_session, is_chain_dependent, is_scored, turn_position
 
 __all__ = ["conditional_error_rate", "cer"]
 

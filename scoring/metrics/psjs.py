@@ -40,10 +40,10 @@ from typing import Callable
 
 from graphs.cypher_syntax import (CypherParseError, find_top, is_keyword, parse, projection_is_aggregating,
                                   split_clauses, split_union)
-from graphs.errors import InfrastructureError  # noqa: F401 - also this module's public name
+from graphs.errors import InfrastructureError
 
 __all__ = ["rewrite_provenance", "jaccard", "provenance", "psjs", "psjs_from_provenance", "PSJSResult", "Provenance",
-           "InfrastructureError", "PROV_COLUMN"]
+           "PROV_COLUMN", "PROVENANCE_MAX_ROWS"]
 
 PROV_COLUMN = "__ct_prov"
 PROVENANCE_MAX_ROWS = 1_000_000

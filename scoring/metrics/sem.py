@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from scoring.metrics._records import by_session, is_scored, mean
+from scoring.records import by_session, is_scored, mean
 
 __all__ = ["session_exact_match", "sem"]
 

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from graphs.errors import InputError
-from scoring.metrics._records import by_session, is_scored, split_scored
+from scoring.records import by_session, is_scored, split_scored
 from scoring.metrics.sem import session_exact_match
 
 __all__ = ["bootstrap_ci", "paired_bootstrap", "rank_correlation", "DEFAULT_RESAMPLES"]

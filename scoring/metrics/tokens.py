@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-from scoring.metrics._records import by_session, is_scored, mean
+from scoring.records import by_session, is_scored, mean
 
 __all__ = ["clean_output", "count_tokens", "tokens_per_session"]
 
