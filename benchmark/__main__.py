@@ -15,8 +15,8 @@ from benchmark.rewrite import HFRewriter, OpenAIRewriter
 from benchmark.session import read_sessions
 from benchmark.stats import render_overlap, wording_overlap
 from graphs import connections, server
-from graphs.cli import run_command
-from graphs.errors import InputError
+from cypherturn.cli import run_command
+from cypherturn.errors import InputError
 
 
 def cmd_build(args) -> int:

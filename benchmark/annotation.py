@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from benchmark.session import Session, Turn
 from graphs import executor as _executor
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 DECISIONS = ("accept", "revise", "reject")
 REVIEW_COLUMNS = ("decision", "revised_cypher", "comment")

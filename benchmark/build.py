@@ -23,7 +23,7 @@ from graphs.generator import generate
 from graphs.loader import read_summary
 from graphs.server import cache_home
 from graphs.spec import all_specs, get_spec
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 SPLITS = {"test": "benchmark", "train": "training"}
 DEFAULT_SESSIONS = {"test": 721, "train": 2000}

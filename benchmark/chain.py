@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 
 class ChainError(CypherTurnError, ValueError):

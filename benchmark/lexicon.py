@@ -25,7 +25,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 from graphs.spec import WorldSpec, get_spec
 
 DIRECTIONS = ("forward", "backward")

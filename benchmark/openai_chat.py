@@ -19,7 +19,7 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
-from graphs.errors import InfrastructureError
+from cypherturn.errors import InfrastructureError
 
 
 class ChatError(InfrastructureError):

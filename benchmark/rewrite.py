@@ -17,7 +17,7 @@ from typing import Any, Iterable, Protocol
 
 from benchmark.openai_chat import ChatError, OpenAIChat
 from graphs.cypher_syntax import VOCABULARY  # the leak check's words: one in capitals leaks query text
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 MAX_LENGTH_RATIO = 3  # a rewrite longer than this many times the template has wandered off
 

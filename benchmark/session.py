@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 T = TypeVar("T")
 

@@ -58,7 +58,7 @@ from typing import Iterable, Mapping
 from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
 from benchmark.wordings import load_wordings
 from graphs.cypher_syntax import VOCABULARY
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 
 class TemplateError(CypherTurnError, ValueError):

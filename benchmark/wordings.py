@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 REGISTERS = ("plain", "terse", "tech", "nonnative")
 SECTIONS = ("questions", "topic_shift_leads", "personas", "clarifications")

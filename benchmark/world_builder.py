@@ -56,7 +56,7 @@ from benchmark.session import PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, Session, 
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.generator import Graph, generate
 from graphs.spec import RelationshipSpec, WorldSpec
-from graphs.errors import CypherTurnError, InfrastructureError, InvariantError
+from cypherturn.errors import CypherTurnError, InfrastructureError, InvariantError
 
 MAX_SET = 60  # largest listed result kept
 MIN_OPENING = 2  # an opening lists at least this many entities

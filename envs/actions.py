@@ -39,7 +39,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
-from graphs.errors import CypherTurnError, InputError
+from cypherturn.errors import CypherTurnError, InputError
 
 EXECUTE = "EXECUTE_CYPHER"
 INSPECT = "INSPECT_SCHEMA"

@@ -24,7 +24,7 @@ from typing import Protocol
 from benchmark.openai_chat import ChatError, OpenAIChat
 from envs import models
 from envs.models import TINY, ModelLoadError, load_causal_lm, load_tokenizer, tiny_model_dir
-from graphs.errors import InfrastructureError, InputError
+from cypherturn.errors import InfrastructureError, InputError
 
 
 class BackendError(InfrastructureError):

@@ -49,7 +49,7 @@ from scoring.records import TurnRecord
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.schema import introspect
 from graphs.search import SearchError, SearchUnavailable, search_values
-from graphs.errors import InfrastructureError, InputError, ResetNeeded
+from cypherturn.errors import InfrastructureError, InputError, ResetNeeded
 
 PROTOCOLS = ("guided", "agentic")
 VARIANTS = (None, "persistent_schema", "disclosed_horizon", "budget_encouraging")

@@ -33,7 +33,7 @@ from envs.oracle import OracleAgent
 from envs.runner import run_sessions
 from envs.simulator import LLMReplyBackend
 from envs.trl_adapter import tool_schemas
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 from scoring.records import append_records, read_records
 
 BACKENDS = ("hf", "vllm", "openai")

@@ -22,7 +22,7 @@ import importlib.util
 import os
 import tempfile
 from pathlib import Path
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 TINY = {"tiny-llama": "llama", "tiny-qwen2": "qwen2"}
 ALIASES = ("smollm2-135m", *TINY)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable
 
 from envs.env import CypherTurnEnv
-from graphs.errors import InfrastructureError
+from cypherturn.errors import InfrastructureError
 
 
 def play_episode(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from graphs import connections, server
-from graphs.cli import error, run_command
+from cypherturn.cli import error, run_command
 from graphs.executor import executor
 from graphs.generator import generate
 from graphs.loader import load_world, read_summary

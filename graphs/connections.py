@@ -30,7 +30,7 @@ import neo4j
 import yaml
 
 from graphs import server
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 
 class ConfigError(InputError):

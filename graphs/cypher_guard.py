@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from graphs.cypher_syntax import (ADMIN_KEYWORDS, PREFIX_KEYWORDS, WRITE_KEYWORDS, Token, is_keyword, nesting_depth,
                                   tokenize, unescape)
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 # Procedures a read-only agent may call: schema discovery only.
 ALLOWED_PROCEDURES = ("db.labels", "db.relationshipTypes", "db.propertyKeys", "db.schema.visualization",

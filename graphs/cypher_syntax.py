@@ -53,7 +53,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 __all__ = [
     "SPACE_CHARS", "InvalidEscape", "CypherParseError", "Token", "unescape", "tokenize",

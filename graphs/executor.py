@@ -55,8 +55,8 @@ from graphs import connections, server
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, check_read_only
 from graphs.cypher_syntax import InvalidEscape
 from graphs.deadlines import WATCHDOG
-from graphs.errors import CypherTurnError, InputError
-from graphs.lru import LRUCache
+from cypherturn.errors import CypherTurnError, InputError
+from cypherturn.lru import LRUCache
 from graphs.spec import get_spec
 from graphs.values import UndecodableValue, normalize, undecodable
 

@@ -16,7 +16,7 @@ from graphs import connections
 from graphs.checksum import graph_checksum
 from graphs.generator import Graph, generate
 from graphs.spec import WorldSpec
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 BATCH = 2000
 

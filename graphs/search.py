@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from graphs.executor import executor
 from graphs.schema import introspect
-from graphs.errors import InfrastructureError, InputError
+from cypherturn.errors import InfrastructureError, InputError
 
 MAX_QUERY_CHARS = 200
 

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from graphs.errors import InfrastructureError
+from cypherturn.errors import InfrastructureError
 
 NEO4J_VERSION = "5.26.24"  # keep equal to graphs/jvm/pom.xml
 DEFAULT_BASE_PORT = 17687

@@ -71,8 +71,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from graphs.errors import InputError
-from graphs.lru import LRUCache
+from cypherturn.errors import InputError
+from cypherturn.lru import LRUCache
 
 SPLITS = ("benchmark", "training")
 TYPES = ("string", "int", "float", "bool", "date")

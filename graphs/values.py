@@ -28,7 +28,7 @@ from neo4j._codec.hydration import BrokenHydrationObject  # no public name; a te
 from neo4j.graph import Node, Path, Relationship
 from neo4j.spatial import Point
 
-from graphs.errors import CypherTurnError
+from cypherturn.errors import CypherTurnError
 
 MAX_DEPTH = 200  # lists/maps nested deeper than this are refused (the query text may nest brackets 200 deep)
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 TAGS = ("reasoning", "key_value", "relationship", "answer")
 

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from benchmark.session import decode_json
-from graphs.errors import InfrastructureError, InputError
+from cypherturn.errors import InfrastructureError, InputError
 from rewards.completions import completion_text, extract_query
 from rewards.completions import kwargs_column as _column
 from scoring.judge import Judge, JudgeLimits, Pair, Verdict, compare

@@ -47,7 +47,7 @@ from typing import Any, Iterable
 
 from graphs.cypher_syntax import (TEMPORAL_FUNCTIONS, WORD_OPERATORS, decode_string, group_end, is_closing,
                                   is_opening, name_of, tokenize)
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 _TRIPLE_TEXT = re.compile(r"^\(:(?P<src>.+?)\)-\[:(?P<type>.+?)\]-(?P<arrow>>?)\(:(?P<dst>.+?)\)$")
 
 

@@ -85,7 +85,7 @@ from typing import Any, Callable, Iterable
 from benchmark.session import decode_json
 from graphs.cypher_syntax import (CALLABLE_KEYWORDS, CLAUSE_OPENERS, KEYWORDS, OPENING, Token, decode_string,
                                   enclosing_brackets, group_end, is_keyword, name_of, plain_name, tokenize)
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 from rewards import gold_from_cypher
 from rewards.completions import check_format, completion_text, extract_answer, extract_tag
 from rewards.completions import kwargs_column as _column

@@ -31,7 +31,7 @@ import inspect
 import math
 from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 ENTRY_POINT_GROUP = "cypherturn.rewards"
 

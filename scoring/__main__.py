@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from graphs.cli import run_command
+from cypherturn.cli import run_command
 from scoring.report import write_report
 from scoring.score import add_score_command
 

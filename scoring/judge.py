@@ -55,9 +55,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
-from graphs.errors import InfrastructureError, InputError
+from cypherturn.errors import InfrastructureError, InputError
 from graphs.executor import QueryResult, SafeExecutor
-from graphs.lru import LRUCache
+from cypherturn.lru import LRUCache
 from scoring.metrics.ex import ex_strict, is_ordered
 from scoring.metrics.ex_relaxed import ex_relaxed
 from scoring.metrics.psjs import PROVENANCE_MAX_ROWS, Provenance, PSJSResult, provenance, psjs_from_provenance

@@ -14,7 +14,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 from scoring.metrics import breakdown, cer, significance
 from scoring.records import read_records
 

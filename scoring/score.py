@@ -38,7 +38,7 @@ import json
 import sys
 from typing import Any
 
-from graphs.errors import InfrastructureError
+from cypherturn.errors import InfrastructureError
 from scoring.judge import GoldCache, GoldQueryError, shared_judge
 
 __all__ = ["score_pair", "add_score_command", "cmd_score"]

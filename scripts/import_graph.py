@@ -3,6 +3,7 @@
 The pipeline reads spec -> graph -> sessions -> judge/metrics -> rewards -> environment/evaluation ->
 training, so the packages are layered in that order:
 
+    cypherturn what every package shares: the error hierarchy, the command lines' exit codes, an LRU cache
     graphs     world specs, the local Neo4j, the Cypher toolkit (graphs/cypher_syntax.py: lexer, keyword
                rule, clauses; graphs/cypher_guard.py), the safe executor
     benchmark  the session generator and the dataset (builds, HF export, annotation)
@@ -31,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("graphs", "benchmark", "scoring", "rewards", "envs", "training", "scripts")
+LAYERS = ("cypherturn", "graphs", "benchmark", "scoring", "rewards", "envs", "training", "scripts")
 
 
 def _module(path: Path, root: Path) -> str:

@@ -103,7 +103,7 @@ def test_action_text_reads_back_as_the_same_action(action):
                                           ("EXECUTE_CYPHER x", "expected an envs.actions.Action")])
 def test_a_malformed_action_object_is_an_input_error(bad, message):
     from envs.actions import check_action
-    from graphs.errors import InputError
+    from cypherturn.errors import InputError
 
     with pytest.raises(InputError, match=message):
         check_action(bad)

@@ -256,7 +256,7 @@ def test_step_takes_a_parsed_action_as_it_takes_the_text(small):
 
 def test_a_malformed_action_object_raises_before_anything_is_spent(small):
     from envs.actions import EXECUTE, Action
-    from graphs.errors import InputError
+    from cypherturn.errors import InputError
 
     s = _first_session(small)
     env = _env(small, protocol="agentic")
@@ -345,7 +345,7 @@ def test_env_config_is_validated_and_shared_by_both_env_classes(small):
     """The config is the one way in: both env classes take an EnvConfig and nothing else for their
     settings, and a registered id plays the config it is given when that config is of its protocol."""
     from envs.trl_adapter import CypherTurnToolEnv
-    from graphs.errors import InputError
+    from cypherturn.errors import InputError
 
     path, sessions = small
     for bad, field in [({"protocol": "chat"}, "protocol"), ({"variant": "persistent_schema"}, "variant"),

@@ -1,4 +1,4 @@
-"""One error hierarchy (graphs/errors.py): every exception class the project defines derives from
+"""One error hierarchy (cypherturn/errors.py): every exception class the project defines derives from
 CypherTurnError, there is one InfrastructureError, every failure of a dependency is one, and the
 packages raise no bare ValueError / RuntimeError beside the hierarchy."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from graphs.errors import CypherTurnError, InfrastructureError, InputError, InvariantError, ResetNeeded
+from cypherturn.errors import CypherTurnError, InfrastructureError, InputError, InvariantError, ResetNeeded
 
-PACKAGES = ("graphs", "benchmark", "scoring", "rewards", "envs", "training")
+PACKAGES = ("cypherturn", "graphs", "benchmark", "scoring", "rewards", "envs", "training")
 INFRASTRUCTURE = {"ServerError", "SearchUnavailable", "BuildUnavailable", "EnvUnavailable", "BackendError",
                   "ChatError", "RewardInfrastructureError", "InfrastructureError"}
 INPUT = {"SpecError", "ConfigError", "SearchError", "ReviewError", "RewardSpecError", "GoldQueryError"}
@@ -95,16 +95,37 @@ def test_no_bare_builtin_raise_and_every_exception_class_is_in_the_hierarchy():
         for node in ast.walk(tree):
             if isinstance(node, ast.Raise) and node.exc is not None and _name(node.exc) in BARE:
                 bare.append(f"{path}:{node.lineno}: raise {_name(node.exc)}")
-            if isinstance(node, ast.ClassDef) and (path, node.name) != (Path("graphs/errors.py"), "CypherTurnError"):
+            if isinstance(node, ast.ClassDef) and (path, node.name) != (Path("cypherturn/errors.py"), "CypherTurnError"):
                 bases = {_name(b) for b in node.bases}
                 if bases & BUILTIN_EXCEPTIONS and not bases & hierarchy:
                     outside.append(f"{path}:{node.lineno}: class {node.name}({', '.join(sorted(map(str, bases)))})")
     assert files > 50  # the walk reached the packages' sources
-    assert not bare, "raise the hierarchy's class (graphs/errors.py), not the builtin:\n" + "\n".join(bare)
-    assert not outside, "derive from CypherTurnError (graphs/errors.py):\n" + "\n".join(outside)
+    assert not bare, "raise the hierarchy's class (cypherturn/errors.py), not the builtin:\n" + "\n".join(bare)
+    assert not outside, "derive from CypherTurnError (cypherturn/errors.py):\n" + "\n".join(outside)
 
 
 def test_order_and_invariant_errors_keep_their_builtin():
     assert issubclass(ResetNeeded, CypherTurnError) and issubclass(ResetNeeded, RuntimeError)
     assert issubclass(InvariantError, CypherTurnError) and issubclass(InvariantError, RuntimeError)
     assert not issubclass(ResetNeeded, InfrastructureError) and not issubclass(InvariantError, InfrastructureError)
+
+
+def test_a_command_line_gives_exit_2_for_bad_input_and_3_for_a_failed_dependency(capsys):
+    """cypherturn.cli.run_command: an InputError is the person's (2), any InfrastructureError (the local Neo4j
+    not starting, a model server not answering) is the dependency's (3); the message goes to stderr."""
+    import argparse
+
+    from cypherturn.cli import run_command
+    from graphs.server import ServerError
+
+    def failing(exc):
+        def command(args):
+            raise exc
+        return command
+
+    assert run_command(failing(InputError("unknown world 'x'")), argparse.Namespace()) == 2
+    assert capsys.readouterr().err == "error: unknown world 'x'\n"
+    assert run_command(failing(ServerError("Java 17+ not found")), argparse.Namespace()) == 3
+    assert capsys.readouterr().err == "error: infrastructure (ServerError): Java 17+ not found\n"
+    assert run_command(failing(InfrastructureError("model server gone")), argparse.Namespace()) == 3
+    assert run_command(lambda args: 0, argparse.Namespace()) == 0

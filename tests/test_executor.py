@@ -13,7 +13,7 @@ from graphs import connections
 from graphs.executor import ERROR_KINDS, ExecutorLimits, SafeExecutor, execute
 from graphs.generator import generate
 from graphs.loader import read_summary
-from graphs.lru import LRUCache
+from cypherturn.lru import LRUCache
 from graphs.spec import get_spec
 
 pytestmark = pytest.mark.neo4j

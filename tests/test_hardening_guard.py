@@ -15,7 +15,7 @@ from graphs import executor as executor_module
 from graphs.cypher_guard import check_read_only, live_words
 from graphs.cypher_syntax import InvalidEscape, unescape
 from graphs.executor import SafeExecutor, plan_refusal
-from graphs.lru import LRUCache
+from cypherturn.lru import LRUCache
 
 WORLD = "ancient_empire"
 

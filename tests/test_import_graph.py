@@ -35,7 +35,7 @@ def test_an_upstream_import_is_flagged_command_lines_and_scripts_included():
         ("training", "scripts"): ["training/sft.py:2"]}
     # the real tree: the command lines and scripts are walked too
     edges = import_graph.imports()
-    assert any(p.startswith("scoring/__main__.py") for p in edges[("scoring", "graphs")])
+    assert any(p.startswith("scoring/__main__.py") for p in edges[("scoring", "cypherturn")])
     assert ("scripts", "training") in edges
 
 

@@ -10,7 +10,7 @@ import pytest
 from benchmark.session import Session, Turn
 from envs.env import CypherTurnEnv, EnvConfig
 from envs.prompts import GUIDED_CAP
-from graphs.errors import InfrastructureError
+from cypherturn.errors import InfrastructureError
 from graphs.executor import QueryError, QueryResult, execute
 from rewards.execution import (ExecutionReward, ExecutionRewardOptions, RewardInfrastructureError,
                                execution_reward, make_execution_reward)

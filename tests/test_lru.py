@@ -1,6 +1,6 @@
 """The shared LRU cache: eviction order, counters, the disabled size."""
 
-from graphs.lru import LRUCache
+from cypherturn.lru import LRUCache
 
 
 def test_least_recently_used_goes_first_and_counters_count():

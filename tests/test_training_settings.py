@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 
 # -- reward weights: the specs' and GRPOConfig.reward_weights ----------------------------------------------

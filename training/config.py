@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 # no weights stated: each weighs 1 unless the recipe's reward_weights say otherwise
 SINGLE_TURN_REWARDS = ["format", "answer", "key_value", "triple", "execution"]

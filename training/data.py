@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from benchmark.session import Session
 from envs.env import EnvConfig
 from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
-from graphs.errors import InvariantError
+from cypherturn.errors import InvariantError
 from training.config import RecipeError
 
 FINAL_MESSAGE = "I have submitted my answer."

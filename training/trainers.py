@@ -34,7 +34,7 @@ from transformers import TrainerCallback
 from benchmark.session import read_sessions
 from envs.models import load_causal_lm, load_tokenizer
 from envs.prompts import GUIDED_CAP
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 import rewards
 from rewards.registry import stated_weight
 from training.config import (CypherTurnDataArguments, CypherTurnGRPOArguments, CypherTurnSFTArguments,

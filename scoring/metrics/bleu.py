@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from scoring.records import split_scored
 from graphs.cypher_syntax import KEYWORDS, is_keyword, plain_name, tokenize
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 __all__ = ["cypher_tokens", "sentence_gleu", "corpus_gleu", "gleu_records"]
 

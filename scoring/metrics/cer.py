@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 from scoring.records import by_session, is_chain_dependent, is_scored, turn_position
 
 __all__ = ["conditional_error_rate", "cer"]

@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from graphs.cypher_syntax import CypherParseError, find_top, final_return
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 
 __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
 

@@ -40,7 +40,7 @@ from typing import Callable
 
 from graphs.cypher_syntax import (CypherParseError, find_top, is_keyword, parse, projection_is_aggregating,
                                   split_clauses, split_union)
-from graphs.errors import InfrastructureError
+from cypherturn.errors import InfrastructureError
 
 __all__ = ["rewrite_provenance", "jaccard", "provenance", "psjs", "psjs_from_provenance", "PSJSResult", "Provenance",
            "PROV_COLUMN", "PROVENANCE_MAX_ROWS"]

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from graphs.errors import InputError
+from cypherturn.errors import InputError
 from scoring.records import by_session, is_scored, split_scored
 from scoring.metrics.sem import session_exact_match
 
