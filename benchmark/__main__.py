@@ -14,9 +14,9 @@ from benchmark.build import BuildError, DEFAULT_SESSIONS, build, write_build
 from benchmark.rewrite import HFRewriter, OpenAIRewriter
 from benchmark.session import read_sessions
 from benchmark.stats import render_overlap, wording_overlap
-from graphs import connections, server
 from cypherturn.cli import run_command
 from cypherturn.errors import InputError
+from graphs import connections, server
 
 
 def cmd_build(args) -> int:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchmark.session import Session, Turn
-from graphs import executor as _executor
 from cypherturn.errors import InputError
+from graphs import executor as _executor
 
 DECISIONS = ("accept", "revise", "reject")
 REVIEW_COLUMNS = ("decision", "revised_cypher", "comment")

@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Callable
 
 from benchmark.hf import save_hf_dataset
+from benchmark.session import Session, write_sessions
 from benchmark.stats import render_stats, stats_dict
 from benchmark.world_builder import BuildUnavailable, WorldBuilder, persona_plan, session_rng, turn_count
-from benchmark.session import Session, write_sessions
+from cypherturn.errors import CypherTurnError
 from graphs import connections
 from graphs.executor import SafeExecutor
 from graphs.generator import generate
 from graphs.loader import read_summary
 from graphs.server import cache_home
 from graphs.spec import all_specs, get_spec
-from cypherturn.errors import CypherTurnError
 
 SPLITS = {"test": "benchmark", "train": "training"}
 DEFAULT_SESSIONS = {"test": 721, "train": 2000}

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
 from benchmark.openai_chat import ChatError, OpenAIChat
-from graphs.cypher_syntax import VOCABULARY  # the leak check's words: one in capitals leaks query text
 from cypherturn.errors import CypherTurnError
+from graphs.cypher_syntax import VOCABULARY  # the leak check's words: one in capitals leaks query text
 
 MAX_LENGTH_RATIO = 3  # a rewrite longer than this many times the template has wandered off
 

@@ -57,8 +57,8 @@ from typing import Iterable, Mapping
 
 from benchmark.session import PERSONAS, TECHNICAL_PERSONAS
 from benchmark.wordings import load_wordings
-from graphs.cypher_syntax import VOCABULARY
 from cypherturn.errors import CypherTurnError
+from graphs.cypher_syntax import VOCABULARY
 
 
 class TemplateError(CypherTurnError, ValueError):

@@ -53,10 +53,10 @@ from benchmark import chain, templates
 from benchmark.lexicon import Lexicon
 from benchmark.rewrite import Rewriter, RewriteStats, apply_rewrite, must_keep
 from benchmark.session import PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, Session, Turn
+from cypherturn.errors import CypherTurnError, InfrastructureError, InvariantError
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.generator import Graph, generate
 from graphs.spec import RelationshipSpec, WorldSpec
-from cypherturn.errors import CypherTurnError, InfrastructureError, InvariantError
 
 MAX_SET = 60  # largest listed result kept
 MIN_OPENING = 2  # an opening lists at least this many entities

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Protocol
 
 from benchmark.openai_chat import ChatError, OpenAIChat
+from cypherturn.errors import InfrastructureError, InputError
 from envs import models
 from envs.models import TINY, ModelLoadError, load_causal_lm, load_tokenizer, tiny_model_dir
-from cypherturn.errors import InfrastructureError, InputError
 
 
 class BackendError(InfrastructureError):

@@ -42,14 +42,14 @@ from benchmark.session import Session, Turn, read_sessions
 from envs import prompts
 from envs.actions import (ASK, EXECUTE, INSPECT, SEARCH, SUBMIT, Action, ParseError, action_text, check_action,
                           loads_bounded, parse_action)
+from cypherturn.errors import InfrastructureError, InputError, ResetNeeded
+from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.connections import ConfigError
+from graphs.schema import introspect
+from graphs.search import SearchError, SearchUnavailable, search_values
 from graphs.server import ServerError
 from scoring.judge import shared_judge
 from scoring.records import TurnRecord
-from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
-from graphs.schema import introspect
-from graphs.search import SearchError, SearchUnavailable, search_values
-from cypherturn.errors import InfrastructureError, InputError, ResetNeeded
 
 PROTOCOLS = ("guided", "agentic")
 VARIANTS = (None, "persistent_schema", "disclosed_horizon", "budget_encouraging")

@@ -27,13 +27,13 @@ from pathlib import Path
 from benchmark.build import DEFAULT_SESSIONS, default_dataset
 from benchmark.openai_chat import OpenAIChat
 from benchmark.session import worlds_interleaved
+from cypherturn.errors import InputError
 from envs.backends import BackendError, GenerationSettings, make_backend
 from envs.env import PROTOCOLS, VARIANTS, CypherTurnEnv, EnvConfig, load_dataset
 from envs.oracle import OracleAgent
 from envs.runner import run_sessions
 from envs.simulator import LLMReplyBackend
 from envs.trl_adapter import tool_schemas
-from cypherturn.errors import InputError
 from scoring.records import append_records, read_records
 
 BACKENDS = ("hf", "vllm", "openai")

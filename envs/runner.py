@@ -8,8 +8,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable
 
-from envs.env import CypherTurnEnv
 from cypherturn.errors import InfrastructureError
+from envs.env import CypherTurnEnv
 
 
 def play_episode(env: CypherTurnEnv, agent, session_id: str) -> list[dict]:

@@ -73,10 +73,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from benchmark.session import Session
+from cypherturn.errors import InfrastructureError, InputError, ResetNeeded
 from envs import prompts
 from envs.actions import Action, ParseError, action_from_tool_call, parse_action, tool_call_text
 from envs.env import PROTOCOLS, CypherTurnEnv, EnvConfig, env_config, load_dataset
-from cypherturn.errors import InfrastructureError, InputError, ResetNeeded
 from rewards.completions import completion_text
 
 TOOL_NAMES = ("execute_cypher", "inspect_schema", "search_values", "ask_user", "submit_answer")

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from graphs import connections, server
 from cypherturn.cli import error, run_command
+from graphs import connections, server
 from graphs.executor import executor
 from graphs.generator import generate
 from graphs.loader import load_world, read_summary

@@ -29,8 +29,8 @@ from pathlib import Path
 import neo4j
 import yaml
 
-from graphs import server
 from cypherturn.errors import InputError
+from graphs import server
 
 
 class ConfigError(InputError):

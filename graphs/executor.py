@@ -51,12 +51,12 @@ import neo4j
 from neo4j.exceptions import (BrokenRecordError, ClientError, ConnectionAcquisitionTimeoutError, DatabaseError,
                               DriverError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError)
 
+from cypherturn.errors import CypherTurnError, InputError
+from cypherturn.lru import LRUCache
 from graphs import connections, server
 from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, check_read_only
 from graphs.cypher_syntax import InvalidEscape
 from graphs.deadlines import WATCHDOG
-from cypherturn.errors import CypherTurnError, InputError
-from cypherturn.lru import LRUCache
 from graphs.spec import get_spec
 from graphs.values import UndecodableValue, normalize, undecodable
 

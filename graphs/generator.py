@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphs.checksum import graph_checksum
 from cypherturn.errors import InputError
+from graphs.checksum import graph_checksum
 from graphs.spec import PropertySpec, RelationshipSpec, WorldSpec, _to_date
 
 _ONSETS = ["b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "kh", "l", "m", "n", "p", "qu", "r",

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from cypherturn.errors import CypherTurnError
 from graphs import connections
 from graphs.checksum import graph_checksum
 from graphs.generator import Graph, generate
 from graphs.spec import WorldSpec
-from cypherturn.errors import CypherTurnError
 
 BATCH = 2000
 

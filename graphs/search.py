@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cypherturn.errors import InfrastructureError, InputError
 from graphs.executor import executor
 from graphs.schema import introspect
-from cypherturn.errors import InfrastructureError, InputError
 
 MAX_QUERY_CHARS = 200
 

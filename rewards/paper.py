@@ -87,7 +87,7 @@ from graphs.cypher_syntax import (CALLABLE_KEYWORDS, CLAUSE_OPENERS, KEYWORDS, O
                                   enclosing_brackets, group_end, is_keyword, name_of, plain_name, tokenize)
 from cypherturn.errors import InputError
 from rewards import gold_from_cypher
-from rewards.completions import check_format, completion_text, extract_answer, extract_tag
+from rewards.completions import check_format, completion_text, extract_answer, extract_tag, strip_code
 from rewards.completions import kwargs_column as _column
 from rewards.gold_from_cypher import Triple
 
@@ -132,8 +132,6 @@ def _is_name(tok: Token) -> bool:
 
 def normalize_cypher(query: str) -> str:
     """The canonical text of a query for the answer reward (see the module docstring)."""
-    from rewards.completions import strip_code
-
     tokens = _unquote(tokenize(strip_code(query or "")))
     n = len(tokens)
 

@@ -56,8 +56,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from cypherturn.errors import InfrastructureError, InputError
-from graphs.executor import QueryResult, SafeExecutor
 from cypherturn.lru import LRUCache
+from graphs import connections
+from graphs.executor import QueryResult, SafeExecutor
+from graphs.spec import get_spec
 from scoring.metrics.ex import ex_strict, is_ordered
 from scoring.metrics.ex_relaxed import ex_relaxed
 from scoring.metrics.psjs import PROVENANCE_MAX_ROWS, Provenance, PSJSResult, provenance, psjs_from_provenance
@@ -221,8 +223,6 @@ class Judge:
         ex = self._executors.get(key)
         if ex is not None:
             return ex
-        from graphs import connections
-        from graphs.spec import get_spec
 
         if connections.external_config() is None:
             get_spec(world)  # a clear error for an unknown world before anything is started

@@ -39,6 +39,7 @@ import sys
 from typing import Any
 
 from cypherturn.errors import InfrastructureError
+from graphs.spec import SpecError
 from scoring.judge import GoldCache, GoldQueryError, shared_judge
 
 __all__ = ["score_pair", "add_score_command", "cmd_score"]
@@ -84,8 +85,6 @@ def add_score_command(subparsers, commands: dict | None = None):
 
 def cmd_score(args) -> int:
     """``python -m scoring score``: 0 scored, 2 bad input or failing gold, 3 infrastructure error."""
-    from graphs.spec import SpecError
-
     try:
         out = score_pair(args.world, args.gold, args.pred, timeout=args.timeout, with_psjs=not args.no_psjs)
     except InfrastructureError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scoring.judge import shared_judge
 from scoring.metrics import actions, bleu, breakdown, cer, sem, significance, tokens
 from scoring.records import is_scored, mean
 
@@ -16,8 +17,6 @@ from scoring.records import is_scored, mean
 def fill_psjs(records: list[dict], *, workers: int = 8) -> None:
     """Compute PSJS for every scored turn that lacks it, in one batch of the judge (``scoring.judge``:
     each distinct query's provenance once, ``workers`` at a time, gold provenances cached)."""
-    from scoring.judge import shared_judge
-
     todo = [r for r in records if is_scored(r) and r.get("psjs") is None]
     results = shared_judge(workers=workers).psjs_batch([(r["world"], r["gold_cypher"], r.get("prediction"))
                                                         for r in todo])

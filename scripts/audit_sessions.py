@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.lexicon import Lexicon  # noqa: E402
 from benchmark.session import Session, Turn, read_sessions  # noqa: E402
 from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
+from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from graphs.spec import WorldSpec, get_spec  # noqa: E402
 
 

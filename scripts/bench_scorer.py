@@ -43,9 +43,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmark.build import default_dataset  # noqa: E402
+from benchmark.session import read_sessions  # noqa: E402
 from scoring.judge import GoldCache  # noqa: E402
 from scoring.score import score_pair  # noqa: E402
-from benchmark.session import read_sessions  # noqa: E402
 
 
 def mutations(gold: str, rng: random.Random) -> list[str]:

@@ -18,10 +18,10 @@ import sys
 import pytest
 
 from benchmark.build import build, default_dataset
-from benchmark.world_builder import canonical_rows
 from benchmark.chain import literal
 from benchmark.session import CHAIN_MODES, PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, read_sessions
 from benchmark.templates import leaks
+from benchmark.world_builder import canonical_rows
 from graphs.executor import SafeExecutor
 from graphs.generator import generate
 from graphs.spec import all_specs, get_spec

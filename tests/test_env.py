@@ -6,9 +6,9 @@ import gymnasium
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import envs  # noqa: F401 - registers the ids
 from benchmark.build import build
 from benchmark.session import read_sessions
+import envs  # noqa: F401 - registers the ids
 from envs.env import CypherTurnEnv, EnvConfig
 from envs.oracle import OracleAgent
 from envs.prompts import DEPENDENCY_HINT, GUIDED_CAP, HISTORY_ROWS

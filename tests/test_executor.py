@@ -9,11 +9,11 @@ import time
 
 import pytest
 
+from cypherturn.lru import LRUCache
 from graphs import connections
 from graphs.executor import ERROR_KINDS, ExecutorLimits, SafeExecutor, execute
 from graphs.generator import generate
 from graphs.loader import read_summary
-from cypherturn.lru import LRUCache
 from graphs.spec import get_spec
 
 pytestmark = pytest.mark.neo4j

@@ -11,11 +11,11 @@ import sys
 import pytest
 
 from benchmark.session import Session, Turn
+from cypherturn.lru import LRUCache
 from graphs import executor as executor_module
 from graphs.cypher_guard import check_read_only, live_words
 from graphs.cypher_syntax import InvalidEscape, unescape
 from graphs.executor import SafeExecutor, plan_refusal
-from cypherturn.lru import LRUCache
 
 WORLD = "ancient_empire"
 

@@ -8,9 +8,9 @@ import pickle
 import pytest
 
 from benchmark.session import Session, Turn
+from cypherturn.errors import InfrastructureError
 from envs.env import CypherTurnEnv, EnvConfig
 from envs.prompts import GUIDED_CAP
-from cypherturn.errors import InfrastructureError
 from graphs.executor import QueryError, QueryResult, execute
 from rewards.execution import (ExecutionReward, ExecutionRewardOptions, RewardInfrastructureError,
                                execution_reward, make_execution_reward)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.cypher_syntax import CypherParseError
 from cypherturn.errors import InfrastructureError
+from graphs.cypher_syntax import CypherParseError
 from graphs.executor import QueryError, QueryResult
 from scoring.metrics import psjs as metric
 from scoring.metrics.psjs import PROV_COLUMN, Provenance, jaccard, psjs_from_provenance, rewrite_provenance

@@ -23,9 +23,9 @@ import json
 from typing import Any, Iterable
 
 from benchmark.session import Session
+from cypherturn.errors import InvariantError
 from envs.env import EnvConfig
 from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
-from cypherturn.errors import InvariantError
 from training.config import RecipeError
 
 FINAL_MESSAGE = "I have submitted my answer."

@@ -32,9 +32,9 @@ from typing import Any
 from transformers import TrainerCallback
 
 from benchmark.session import read_sessions
+from cypherturn.errors import InputError
 from envs.models import load_causal_lm, load_tokenizer
 from envs.prompts import GUIDED_CAP
-from cypherturn.errors import InputError
 import rewards
 from rewards.registry import stated_weight
 from training.config import (CypherTurnDataArguments, CypherTurnGRPOArguments, CypherTurnSFTArguments,

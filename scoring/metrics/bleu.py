@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from scoring.records import split_scored
-from graphs.cypher_syntax import KEYWORDS, is_keyword, plain_name, tokenize
 from cypherturn.errors import InputError
+from graphs.cypher_syntax import KEYWORDS, is_keyword, plain_name, tokenize
+from scoring.records import split_scored
 
 __all__ = ["cypher_tokens", "sentence_gleu", "corpus_gleu", "gleu_records"]
 

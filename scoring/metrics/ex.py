@@ -27,8 +27,8 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
-from graphs.cypher_syntax import CypherParseError, find_top, final_return
 from cypherturn.errors import InputError
+from graphs.cypher_syntax import CypherParseError, find_top, final_return
 
 __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
 

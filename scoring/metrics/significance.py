@@ -26,8 +26,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from cypherturn.errors import InputError
-from scoring.records import by_session, is_scored, split_scored
 from scoring.metrics.sem import session_exact_match
+from scoring.records import by_session, is_scored, split_scored
 
 __all__ = ["bootstrap_ci", "paired_bootstrap", "rank_correlation", "DEFAULT_RESAMPLES"]
 
