@@ -28,6 +28,8 @@ from benchmark.lexicon import Lexicon  # noqa: E402
 from benchmark.session import Session, Turn, read_sessions  # noqa: E402
 from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
 from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
+from benchmark.world_builder import canonical_rows
+from graphs.executor import SafeExecutor
 from graphs.spec import WorldSpec, get_spec  # noqa: E402
 
 
@@ -523,8 +525,6 @@ def check_symmetric_traversal(pending: list[tuple[str, Turn]], worlds: dict[str,
                               hit: Hit) -> int:
     """Re-executes each gold that crosses a symmetric type with that type read both ways: a gold that
     reads it one way only misses rows. Returns how many of the golds read one direction."""
-    from benchmark.world_builder import canonical_rows
-
     directed_count = 0
     for world, t in pending:
         both = _both_ways(t.gold_cypher, worlds[world].symmetric)
@@ -671,8 +671,6 @@ def main(argv: list[str] | None = None) -> int:
     sessions = list(read_sessions(args.build))
     executor_for = None
     if not args.no_db:
-        from graphs.executor import SafeExecutor
-
         cache: dict = {}
 
         def executor_for(world: str):

@@ -13,6 +13,8 @@ import argparse
 import tempfile
 import time
 
+from graphs import server
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -20,7 +22,6 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=721)
     args = parser.parse_args()
     from benchmark.build import build
-    from graphs import server
 
     server.serve(progress=lambda *_: None)
     out = tempfile.mkdtemp(prefix="cypherturn-build-")

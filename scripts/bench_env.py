@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from envs.oracle import OracleAgent
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -20,7 +22,6 @@ def main() -> None:
     args = parser.parse_args()
     from benchmark.build import default_dataset
     from envs.env import CypherTurnEnv, EnvConfig, load_dataset
-    from envs.oracle import OracleAgent
     from envs.runner import run_sessions
 
     path = default_dataset("test")

@@ -29,6 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from graphs import connections, server  # noqa: E402
+
 GROUP = 8
 
 TEMPLATES = [  # (anchor label, gold query with {v} for the anchor's name)
@@ -97,8 +99,6 @@ def time_reward(fn, queries: list[str], kwargs: dict, tag: str) -> float:
 def time_bare(world: str, queries: list[str], tag: str) -> float:
     import neo4j
 
-    from graphs import connections
-
     target = connections.resolve(world)
     drv = connections.driver(target)
     t0 = time.perf_counter()
@@ -120,7 +120,6 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=5.0)
     args = parser.parse_args()
 
-    from graphs import connections, server
     from graphs.loader import load_world
     from graphs.spec import get_spec
     from rewards.execution import make_execution_reward

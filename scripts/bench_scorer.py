@@ -44,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmark.build import default_dataset  # noqa: E402
 from benchmark.session import read_sessions  # noqa: E402
-from scoring.judge import GoldCache  # noqa: E402
+from graphs import connections  # noqa: E402
+from scoring.judge import GoldCache, Judge, JudgeLimits, Pair  # noqa: E402
 from scoring.score import score_pair  # noqa: E402
 
 
@@ -116,8 +117,6 @@ def run_pass(pairs, *, cache, psjs: bool, workers: int) -> dict:
 def bare_pass(pairs) -> dict:
     """The floor: gold and prediction of every pair through the bare driver, one after the other, each
     in a plain auto-commit session (no guard, no cap, no cache), results compared as sorted rows."""
-    from graphs import connections
-
     def rows(world, query):
         target = connections.resolve(world)
         try:
@@ -137,8 +136,6 @@ def bare_pass(pairs) -> dict:
 
 def judge_pass(pairs, *, workers: int, batch: int) -> dict:
     """The project's scorer: one judge (gold cache on), batches of ``batch`` pairs, ``workers`` threads."""
-    from scoring.judge import Judge, JudgeLimits, Pair
-
     judge = Judge(JudgeLimits(workers=workers))
     t0 = time.perf_counter()
     verdicts = []

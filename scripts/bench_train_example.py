@@ -29,6 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmark.session import read_sessions  # noqa: E402
+from envs.models import load_tokenizer  # noqa: E402
+
 DEFAULT_LEVERS = ["full_fp32", "full_bf16", "lora_fp32", "lora_bf16", "lora_top16_fp32", "lora_top16_bf16",
                   "lora_top10_bf16", "lora_top8_bf16", "lora_top16_attn_bf16"]
 _LEVER = re.compile(r"\A(full|lora)(?:_top(\d+))?(_attn)?_(fp32|bf16)\Z")
@@ -47,7 +50,6 @@ def parse_lever(name: str) -> dict:
 
 def pick_examples(dataset: str, fmt: str, n: int, tokenizer) -> list[dict]:
     """``n`` SFT examples whose prompts lie closest to the median prompt length of the first sessions."""
-    from benchmark.session import read_sessions
     from training.data import sft_examples
 
     sessions = list(read_sessions(dataset))[:12]
@@ -129,7 +131,6 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from envs.models import load_tokenizer
 
     examples = pick_examples(args.dataset, args.format, args.examples, load_tokenizer("smollm2-135m"))
     results = []

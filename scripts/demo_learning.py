@@ -38,6 +38,10 @@ import sys
 import time
 from pathlib import Path
 
+from benchmark.session import read_sessions, worlds_interleaved
+from graphs.cypher_syntax import enclosing_brackets, name_of, tokenize
+from scoring.records import read_records, split_scored
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("base", "sft", "grpo")
 SPLITS = ("heldout", "benchmark")
@@ -90,8 +94,6 @@ def stage_data(args, out: Path) -> tuple[Path, Path]:
 
 def interleaved(lines: list[str]) -> list[str]:
     """Session lines with the worlds interleaved (``benchmark.session.worlds_interleaved``)."""
-    from benchmark.session import worlds_interleaved
-
     return worlds_interleaved(lines, lambda line: json.loads(line)["world"])
 
 
@@ -104,7 +106,6 @@ def write_split(lines: list[str], target: Path) -> Path:
 def write_heldout(train: Path, sft: Path, out: Path, fraction: float = 0.1) -> Path:
     """The held-out training sessions (the SFT recipe's ``holdout_fraction``, as its marker lists them), the
     worlds interleaved."""
-    from benchmark.session import read_sessions
     from training.data import split_sessions
 
     held = {s.id for s in split_sessions(list(read_sessions(train)), fraction)[1]}
@@ -159,8 +160,6 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
 
 # -- report -----------------------------------------------------------------------------------------------
 def _records(run: Path) -> list[dict]:
-    from scoring.records import read_records
-
     return list(read_records(run / "trajectories.jsonl"))
 
 
@@ -193,7 +192,6 @@ def _in_schema(record: dict) -> bool | None:
     """Whether the turn's prediction names only labels, relationship types and property keys that the
     world's schema has (None without a prediction): how far the model reads the schema instead of writing
     names it remembers or makes up from the question."""
-    from graphs.cypher_syntax import enclosing_brackets, name_of, tokenize
     from graphs.spec import get_spec
 
     if not record.get("prediction"):
@@ -222,7 +220,6 @@ def _schema_share(records: list[dict]) -> float | None:
 
 
 def summarize_run(run: Path) -> dict:
-    from scoring.records import split_scored
     from scoring.summary import fill_psjs
 
     records = _records(run)
