@@ -237,7 +237,6 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
     if backend is not None and chat_format == "tools":
         if not hasattr(backend, "tools"):
             raise EvaluationConfigError(f"--chat-format tools needs the hf or vllm backend, not {args.backend}")
-
         backend.tools = tool_schemas()
     meta["chat_format"] = None if backend is None else chat_format
     if backend is not None:  # what the backend resolved (device, batch size) rather than the flags' defaults
