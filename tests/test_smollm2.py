@@ -80,9 +80,10 @@ def test_a_prompt_longer_than_the_context_gets_an_empty_answer_not_an_error(back
 @pytest.mark.parametrize("protocol", ["guided", "agentic"])
 def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
     from benchmark.build import default_dataset
+    from benchmark.session import worlds_interleaved
     from envs.env import load_dataset
 
-    sessions = load_dataset(default_dataset("test"))[:5]
+    sessions = worlds_interleaved(load_dataset(default_dataset("test")))[:5]  # what --limit 5 plays
     # Eight new tokens per action keep the CPU run to a few minutes; the default (64) is for a by-hand run.
     out = subprocess.run([sys.executable, "-m", "envs.evaluate", "--model", "smollm2-135m", "--limit", "5",
                           "--protocol", protocol, "--max-new-tokens", "8", "--concurrency", "5", "--out", str(tmp_path),
