@@ -49,7 +49,9 @@ quiet = lambda *_: None  # noqa: E731
 
 @pytest.fixture
 def private(request, tmp_path, monkeypatch):
-    """The private server; ``request.param`` (default False): whether its watchdog stops threads."""
+    """The private server; ``request.param`` (default False): whether its watchdog stops threads. Nothing
+    near the database is mocked: the server is a real Neo4j; the patches below only point the project at it
+    (home, port, its two worlds) and set its watchdog's timings."""
     jar = server.maven_build(TEST_FUNCTIONS, JAR, "the test-only Cypher functions", quiet) / JAR
     home = tmp_path / "home"
     home.mkdir()
