@@ -49,7 +49,11 @@ numeric ``min``/``max`` (``decimals`` for floats), ``p`` for booleans, ``min``/`
 aggregates mean for them: ``additive: true`` (a total over several entities means something: a
 population, a budget; not an age, a year or a rating) and ``comparable: false`` (max, min and average
 mean nothing: a jersey number). The session generator sums only additive properties and takes
-max/min/avg only over comparable ones. A self-relationship may be ``symmetric: true`` (an alliance:
+max/min/avg only over comparable ones. ``size: true`` marks a property that measures how big an entity is
+(a population, a capacity, a crew, a length): only those are meant by "the big ones" / "the small ones".
+``top_is_low: true`` marks a rank where 1 is the top (a court rank): "top" and "bottom" run against the
+number, so no wording that leaves the property out ranks or cuts by it. Neither changes the graph.
+A self-relationship may be ``symmetric: true`` (an alliance:
 each pair is stored once, in either direction, and every query reads it both ways). Edge strategies:
 ``per_source: [a, b]`` (each source links to a..b distinct targets), ``per_target: [a, b]`` (each target
 is reached from a..b distinct sources), ``layered`` (self-relationships only: nodes sit in ``levels``
@@ -100,6 +104,8 @@ class PropertySpec:
     phrase: str | None = None  # how users say it ("reign length"); default: the name without underscores
     additive: bool = False  # a sum over several entities means something (population, budget; not age, year)
     comparable: bool = True  # max / min / avg mean something (false for ordinals such as a jersey number)
+    size: bool = False  # how big an entity is (population, capacity, crew): "the big ones" means more of it
+    top_is_low: bool = False  # 1 is the top (a court rank): "high" and "low" read against the number
 
 
 @dataclass(frozen=True)
@@ -201,6 +207,10 @@ def _property(world: str, where: str, raw: dict) -> PropertySpec:
         raise _fail(world, where, "additive and comparable must be true or false")
     if (prop.additive or not prop.comparable) and prop.type not in ("int", "float"):
         raise _fail(world, where, "additive and comparable apply to int and float properties only")
+    if not isinstance(prop.size, bool) or not isinstance(prop.top_is_low, bool):
+        raise _fail(world, where, "size and top_is_low must be true or false")
+    if (prop.size or prop.top_is_low) and prop.type not in ("int", "float"):
+        raise _fail(world, where, "size and top_is_low apply to int and float properties only")
     if not 0.0 <= prop.null_rate < 1.0 or not 0.0 <= prop.similar < 1.0:
         raise _fail(world, where, "null_rate and similar must lie in [0, 1)")
     return prop
