@@ -31,7 +31,8 @@ Families and their slots (:data:`SLOTS`)::
     PIVOT_AMBIGUOUS                          as PIVOT; the wording omits prop
     AGG_MAX_AMBIGUOUS, AGG_AVG_AMBIGUOUS,
     AGG_SUM_AMBIGUOUS                        as AGG_MAX ...; the wording omits prop
-    THRESHOLD_AMBIGUOUS                      as THRESHOLD; the wording omits prop and value
+    THRESHOLD_AMBIGUOUS                      as THRESHOLD; the wording omits prop and value ("the high end")
+    THRESHOLD_AMBIGUOUS_SIZE                 as THRESHOLD_AMBIGUOUS, of a size ("the big ones")
 
 ``extreme`` is "highest" or "lowest"; ``op`` is "more than" or "less than". Every family also takes an
 optional ``back`` slot ("Going back to the provinces from before"): when non-empty it leads the
@@ -105,6 +106,7 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "AGG_AVG_AMBIGUOUS": ("set_noun", "prop"),
     "AGG_SUM_AMBIGUOUS": ("set_noun", "prop"),
     "THRESHOLD_AMBIGUOUS": ("set_noun", "prop", "op", "value"),
+    "THRESHOLD_AMBIGUOUS_SIZE": ("set_noun", "prop", "op", "value"),
 }
 
 FAMILIES: tuple[str, ...] = tuple(SLOTS)
@@ -116,6 +118,7 @@ OMITTED: dict[str, tuple[str, ...]] = {
     "AGG_AVG_AMBIGUOUS": ("prop",),
     "AGG_SUM_AMBIGUOUS": ("prop",),
     "THRESHOLD_AMBIGUOUS": ("prop", "value"),
+    "THRESHOLD_AMBIGUOUS_SIZE": ("prop", "value"),
 }
 AMBIGUOUS_FAMILIES: tuple[str, ...] = tuple(OMITTED)
 # slots an ambiguous family may paraphrase instead of quoting ("top one" for highest, "big ones" for
@@ -123,6 +126,7 @@ AMBIGUOUS_FAMILIES: tuple[str, ...] = tuple(OMITTED)
 PARAPHRASED: dict[str, tuple[str, ...]] = {
     "PIVOT_AMBIGUOUS": ("extreme",),
     "THRESHOLD_AMBIGUOUS": ("op",),
+    "THRESHOLD_AMBIGUOUS_SIZE": ("op",),
 }
 
 _TOPIC_SHIFT = frozenset({"TOPIC_SHIFT_ANCHORED", "TOPIC_SHIFT_FILTERED", "TOPIC_SHIFT_TWO_HOP"})
@@ -198,7 +202,7 @@ def _derived(family: str, slots: Mapping[str, str]) -> dict[str, str]:
         extreme = slots["extreme"].strip().lower()
         low = extreme in ("lowest", "smallest", "least", "minimum", "bottom")
         extra["pos"] = "bottom" if low else "top"
-    if family == "THRESHOLD_AMBIGUOUS":
+    if family in ("THRESHOLD_AMBIGUOUS", "THRESHOLD_AMBIGUOUS_SIZE"):
         op = slots["op"].strip().lower()
         if op in _HIGH_OPS:
             low = False
