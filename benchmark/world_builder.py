@@ -25,11 +25,17 @@ runs the verification gates (DESIGN §5):
   turn listed a set of that kind ("the colonies from earlier" is never said when two turns listed
   colonies);
 - ``round_threshold``: a threshold is a round number (1600000, 0.35, 12.5; a year exactly) that
-  still splits the set.
+  still splits the set;
+- ``trivial_aggregate``: a count is asked over at least ``MIN_COUNTED`` members (a count per value
+  over at least two values), a min / max / avg / sum over at least ``MIN_AGGREGATED`` values;
+- ``recurse_on_recurse``: no RECURSE right on the result of a RECURSE over the same relationship (it
+  would list a subset of what the last turn listed).
 
 The semantic choices follow the world spec: sums only over properties marked ``additive``, max /
 avg / rankings only over ``comparable`` ones, a ``symmetric`` relationship read in both directions; a
-CONTRAST never complements a CONTRAST.
+CONTRAST never complements a CONTRAST. An ambiguous threshold says "the big ones" only of a ``size``
+property (else "the high end"), and no ambiguous wording (which leaves the property out) ranks or cuts by
+a ``top_is_low`` property such as a court rank, where the top is the lowest number.
 
 A candidate that fails a gate is counted under the gate's name and another candidate is tried; a
 session that cannot be completed is dropped and counted. Every random choice comes from one
@@ -74,6 +80,11 @@ DATE_RATE = 0.3  # of THRESHOLD turns on a set with a date property: a cut by da
 PER_MEMBER_RATE = 0.5  # of AGG_COUNT turns: a count per member, zero included (OPTIONAL MATCH)
 WITH_ATTRIBUTE_RATE = 0.2  # of EXPAND turns: the new set with one property of each ("... and their role")
 MAX_PER_MEMBER = 30  # largest set a per-member count is asked over (one row per member)
+# a count is asked only over a set of at least MIN_COUNTED members, and a min / max / avg / sum only over
+# at least MIN_AGGREGATED values: the list just shown answers "how many?" for one or two members at a
+# glance, and the extreme or the mean of one value is that value (issue 20)
+MIN_COUNTED = 3
+MIN_AGGREGATED = 3
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
 LISTING_MODES = ("none", "topic_shift", "expand", "pivot", "contrast", "value_narrow", "narrow")
@@ -341,6 +352,12 @@ class WorldBuilder:
         options = [(r, f, o) for r, f, o in self.links(label) if (r.source == r.target) == (phen == "RECURSE")]
         if phen == "EXPAND":  # never straight back to the kind of node the set was reached from
             options = [(r, f, o) for r, f, o in options if o != base.origin]
+        if phen == "RECURSE":  # a recursion on its own result lists a subset of it
+            last = base.clauses[-1] if base.clauses else ""
+            again = [o for o in options if f"[:{chain.ident(o[0].type)}*1..]" in last]
+            if again and len(again) == len(options):
+                raise GateFailure("recurse_on_recurse")
+            options = [o for o in options if o not in again]
         if not options:
             raise GateFailure("feasible")
         r, forward, other = rng.choice(options)
@@ -380,7 +397,7 @@ class WorldBuilder:
         step = chain.pivot(base, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
         ustep = chain.pivot(uni, prop, highest, r.type, forward, other, self.keys[other], var, r.symmetric)
         slots.update(prop=self.agg_prop(label, prop), extreme="highest" if highest else "lowest",
-                     target_noun=self.lex.noun(other), link=self.link_phrase(r, forward))
+                     target_noun=self.lex.noun(other), link=self.link_phrase(r, forward), prop_name=prop)
         return step, slots, True, ustep
 
     def _chain_count(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, var: str,
@@ -391,6 +408,8 @@ class WorldBuilder:
             if each is not None:
                 return each
         label = base.label
+        if len(self.members(base)) < MIN_COUNTED:  # "how many?" of a list of one or two
+            raise GateFailure("trivial_aggregate", f"count over {len(self.members(base))} members")
         # a grouping that splits the set: never by a property it was filtered on (one group)
         groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate
                   and p not in base.filtered_props
@@ -405,15 +424,19 @@ class WorldBuilder:
                          slots: dict):
         """AGG_MAX / AGG_AVG / AGG_SUM: right after an expansion, sometimes over the relationship just
         crossed; else over a property of the set's nodes."""
+        members = self.members(base)
+        if len(members) < MIN_AGGREGATED:  # the extreme or the mean of one value is that value
+            raise GateFailure("trivial_aggregate", f"{phen} over {len(members)} members")
         if base.edge is not None and base.origin and rng.random() < EDGE_AGG_RATE:
+            # at least one relationship per member: MIN_AGGREGATED members give as many values
             edge = self._chain_aggregate_edges(phen, base, rng, slots)
             if edge is not None:
                 return edge
         label = base.label
-        members = self.members(base)
-        props = [p for p in self.aggregable(label, phen) if any(m.get(p) is not None for m in members)]
-        if len(members) < 2 or not props:
-            raise GateFailure("feasible")
+        props = [p for p in self.aggregable(label, phen)
+                 if sum(m.get(p) is not None for m in members) >= MIN_AGGREGATED]
+        if not props:
+            raise GateFailure("trivial_aggregate" if self.aggregable(label, phen) else "feasible")
         prop = rng.choice(props)
         slots.update(prop=self.agg_prop(label, prop))
         fn = None
@@ -494,7 +517,7 @@ class WorldBuilder:
         cond, prop, greater, t = self.numeric_condition(base, self.members(base), rng)
         conds = [cond]
         slots.update(prop=self.agg_prop(label, prop), op="more than" if greater else "less than",
-                     value=self.lex.value(t))
+                     value=self.lex.value(t), prop_name=prop)
         return chain.narrow(base, self.keys[label], conds), slots, True, chain.narrow(uni, self.keys[label], conds)
 
     def _flag_or_exists(self, phen: str, kind: str, base: chain.EntitySet, uni: chain.EntitySet, members: list,
@@ -689,9 +712,10 @@ class WorldBuilder:
         slots["back"] = back
         ambiguity = None
         family = slots.pop("family", phen)  # a variant's own wording (AGG_MIN, FILTER_FLAG ...)
-        if family == phen and f"{phen}_AMBIGUOUS" in templates.FAMILIES and rng.random() < AMBIGUITY_RATE:
-            ambiguity = {"utterance": self.render(f"{phen}_AMBIGUOUS", persona, slots, rng, index),
-                         "clarification": templates.clarification(f"{phen}_AMBIGUOUS", slots)}
+        ambiguous = self.ambiguous_family(phen, base_state.set.label, slots.pop("prop_name", None))
+        if family == phen and ambiguous and rng.random() < AMBIGUITY_RATE:
+            ambiguity = {"utterance": self.render(ambiguous, persona, slots, rng, index),
+                         "clarification": templates.clarification(ambiguous, slots)}
         text = self.render(family, persona, slots, rng, index)
         r = self.verify(step, listing=listing, universe_step=ustep)
         if phen in FILTERS + ("CONTRAST",):
@@ -702,6 +726,21 @@ class WorldBuilder:
         new_state = _State(step.new_set, index, phen) if step.new_set is not None else \
             _State(base_state.set, base_state.turn, base_state.phenomenon)
         return turn, new_state
+
+    def ambiguous_family(self, phen: str, label: str, prop: str | None) -> str | None:
+        """The ambiguous wording a turn may take (the property left out, the clarification naming it), or
+        None. A threshold on a ``size`` property may say "the big ones", on another one only "the high
+        end"; a ``top_is_low`` property (rank 1 is the top) is never left out of a ranking or a cut: "the
+        top official" would be the one with the lowest rank number."""
+        family = f"{phen}_AMBIGUOUS"
+        if family not in templates.FAMILIES:
+            return None
+        spec = self._props[label].get(prop) if prop else None
+        if spec is not None and spec.top_is_low and phen in ("PIVOT", "THRESHOLD"):
+            return None
+        if phen == "THRESHOLD" and spec is not None and spec.size:
+            return "THRESHOLD_AMBIGUOUS_SIZE"
+        return family
 
     def feasible(self, state: _State, prev_phen: str) -> list[str]:
         """Phenomena the set allows (schema-level check; the members decide the rest)."""
