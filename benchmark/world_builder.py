@@ -29,7 +29,8 @@ runs the verification gates (DESIGN §5):
 - ``trivial_aggregate``: a count is asked over at least ``MIN_COUNTED`` members (a count per value
   over at least two values), a min / max / avg / sum over at least ``MIN_AGGREGATED`` values;
 - ``recurse_on_recurse``: no RECURSE right on the result of a RECURSE over the same relationship (it
-  would list a subset of what the last turn listed).
+  would list a subset of what the last turn listed);
+- ``one_row_filter``: a filter or a contrast keeps one member only ``ONE_ROW_FILTER_RATE`` of the time.
 
 The semantic choices follow the world spec: sums only over properties marked ``additive``, max /
 avg / rankings only over ``comparable`` ones, a ``symmetric`` relationship read in both directions; a
@@ -85,6 +86,10 @@ MAX_PER_MEMBER = 30  # largest set a per-member count is asked over (one row per
 # glance, and the extreme or the mean of one value is that value (issue 20)
 MIN_COUNTED = 3
 MIN_AGGREGATED = 3
+# of the filters and contrasts that would keep one member, the share kept: "just one" is a plausible answer
+# (the user cannot know it in advance), but a benchmark of one-row lists asks little (issue 20); a
+# traversal to one entity stays (the data links one: the province a legion is stationed in)
+ONE_ROW_FILTER_RATE = 0.25
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
 LISTING_MODES = ("none", "topic_shift", "expand", "pivot", "contrast", "value_narrow", "narrow")
@@ -722,6 +727,8 @@ class WorldBuilder:
             size = len(self.members(base_state.set)) if phen != "CONTRAST" else None
             if not r.rows or (size is not None and len(r.rows) >= size):
                 raise GateFailure("strict_subset")
+            if len(r.rows) == 1 and rng.random() >= ONE_ROW_FILTER_RATE:
+                raise GateFailure("one_row_filter")
         turn = self._turn(index, text, step, r, phen, base_state.turn, ambiguity)
         new_state = _State(step.new_set, index, phen) if step.new_set is not None else \
             _State(base_state.set, base_state.turn, base_state.phenomenon)
