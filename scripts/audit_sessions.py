@@ -29,6 +29,7 @@ from benchmark.session import Session, Turn, read_sessions  # noqa: E402
 from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
 from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.world_builder import canonical_rows
+from benchmark.world_builder import MIN_AGGREGATED, MIN_COUNTED, ONE_ROW_FILTER_RATE  # noqa: E402
 from graphs.executor import SafeExecutor
 from graphs.spec import WorldSpec, get_spec  # noqa: E402
 
@@ -617,6 +618,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
         "kinds_per_world": kinds_per_world(sessions),
         "complexity": gold_complexity(turns),
         "follow_up_is_previous_plus_one_clause": extends_previous_share(sessions),
+        "single_row": single_row_shares(turns),
     }
 
 
@@ -627,6 +629,150 @@ ORDER = ("opening_refers_back", "greeting_or_apology_after_turn_1", "greets_more
          "unused_relationship_variable", "relationship_aggregate_without_link", "repeated_result_set", "ambiguous_back_reference",
          "sum_over_non_additive", "extreme_or_mean_over_non_comparable", "symmetric_traversed_one_way",
          "gold_renames_to_name")
+
+
+# --- trivial turns and clarifications (issue 20) ---
+# An aggregate's set is the result of the turn it depends on (always a listing: an aggregate keeps the set
+# it was asked over active), so its size is that turn's row count; a plain count's value is the size too.
+_BIG_SMALL = re.compile(r"\b(big|bigger|biggest|small|smaller|smallest|large|larger|largest|little)\b"
+                        r"(?! (?:number|value|figure|amount)\b)", re.I)
+_CUTOFF = re.compile(r"\b(?:the|that) (?:cutoff|cut-off|limit|threshold|cut)\b", re.I)
+_DIRECTION = r"\b(?:high|low|top|bottom)\w* {phrase}\b"
+
+
+def _texts(t: Turn) -> list[str]:
+    """What the user says on a turn: the utterance, and on an ambiguous turn its ambiguous wording and
+    the clarification."""
+    amb = t.ambiguity_info or {}
+    return [t.shown_utterance, *(amb.get(k, "") for k in ("utterance", "clarification"))]
+
+
+def _source_rows(v: TurnView) -> int | None:
+    t = v.turn
+    if t.depends_on is None:
+        return None
+    src = v.session.turns[t.depends_on]
+    return len(src.gold_rows) if src.chain_mode in LISTING_MODES else None
+
+
+def check_count_over_small_set(v: TurnView, hit: Hit) -> None:
+    """A count asked over a list that just showed one item ("How many shelves?" -> 1), or over fewer than
+    MIN_COUNTED members (a count per value: fewer than two values, or fewer than MIN_COUNTED members in
+    all; a count per member: one member). The generator's ``trivial_aggregate`` gate keeps them out."""
+    t = v.turn
+    if t.phenomenon != "AGG_COUNT":
+        return
+    listed = _source_rows(v)
+    hit("count_after_one_item_list", listed == 1, v.tag)
+    counts = [r[-1] for r in t.gold_rows]
+    if t.gold_columns == ["count"]:
+        small = counts[0] < MIN_COUNTED
+    elif "OPTIONAL MATCH" in t.gold_cypher:  # one row per member
+        small = len(t.gold_rows) < 2
+    else:  # one row per value of a property
+        small = len(t.gold_rows) < 2 or sum(counts) < MIN_COUNTED
+    hit("count_over_small_set", small, f"{v.tag} [{counts}]")
+
+
+def check_aggregate_over_small_set(v: TurnView, hit: Hit) -> None:
+    """A min / max / avg / sum over a one-row result, or over a set of fewer than MIN_AGGREGATED members
+    (the size of the listing it builds on; the generator also asks for that many recorded values)."""
+    if v.turn.chain_mode != "agg_numeric":
+        return
+    listed = _source_rows(v)
+    hit("aggregate_over_one_row", listed == 1, v.tag)
+    hit("aggregate_over_small_set", listed is not None and listed < MIN_AGGREGATED, f"{v.tag} [{listed} rows]")
+
+
+def _recursion_type(cypher: str) -> str | None:
+    found = re.findall(r"\[\w*:`?(\w+)`?\*\d*\.\.\d*\]", cypher)
+    return found[-1] if found else None
+
+
+def check_recurse_on_recurse(v: TurnView, hit: Hit) -> None:
+    """A RECURSE right on the result of a RECURSE over the same relationship: it lists a subset of what
+    the last turn listed."""
+    t = v.turn
+    if t.phenomenon == "RECURSE" and t.depends_on is not None:
+        src = v.session.turns[t.depends_on]
+        same = src.phenomenon == "RECURSE" and _recursion_type(src.gold_cypher) == _recursion_type(t.gold_cypher)
+        hit("recurse_on_recurse", same, v.tag)
+
+
+def _ranked_prop(v: TurnView):
+    """(name, PropertySpec) of the property the turn's own step ranks, aggregates or compares, or (None,
+    None): the last such use in the gold (the steps of earlier turns come before it)."""
+    c = v.turn.gold_cypher
+    uses = [m for pattern in (r"ORDER BY \w+\.`?(\w+)`?", r"\b(?:max|min|avg|sum)\(\w+\.`?(\w+)`?\)", _THRESH)
+            for m in re.finditer(pattern, c)]
+    if not uses:
+        return None, None
+    name = max(uses, key=lambda m: m.start()).group(1)
+    return name, _prop_spec(v.world.spec, name, c)[1]
+
+
+def check_big_small_on_non_size(v: TurnView, hit: Hit) -> None:
+    """An ambiguous wording that says "big" / "small" (not "the biggest number") where the property
+    the clarification names is not a size (``size: true`` in the world spec): "the big storehouses"
+    meaning an opening year."""
+    if not v.turn.ambiguity_info:
+        return
+    said = bool(_BIG_SMALL.search(v.turn.ambiguity_info.get("utterance", "")))
+    _, pspec = _ranked_prop(v)
+    hit("big_small_on_non_size", said and not getattr(pspec, "size", False), v.tag)
+
+
+def check_cutoff_without_earlier_cutoff(v: TurnView, hit: Hit) -> None:
+    """"Above the cutoff" / "below the limit" when no earlier turn of the session gave a cutoff on the
+    property this turn compares (a comparison of it in an earlier gold). Applies to every turn whose
+    words mention one."""
+    t = v.turn
+    if not any(_CUTOFF.search(x) for x in _texts(t)):
+        return
+    prop = _THRESH.findall(t.gold_cypher)
+    name = prop[-1][0] if prop else r"\w+"
+    earlier = any(re.search(r"\.`?" + name + r"`? [<>]=? ", p.gold_cypher) for p in v.session.turns[:t.index])
+    hit("cutoff_without_earlier_cutoff", not earlier, v.tag)
+
+
+def check_rank_direction(v: TurnView, hit: Hit) -> None:
+    """A property where 1 is the top (``top_is_low: true``: a court rank) read by a direction word:
+    "the lowest rank" (is rank 1 the lowest?), or an ambiguous ranking or cut that leaves the property
+    out ("the top official", "the ones on the high side"), whose words run against the number. Saying
+    "the lowest rank number" is exact. Applies to the turns whose own step ranks, aggregates or compares
+    such a property."""
+    name, pspec = _ranked_prop(v)
+    if not getattr(pspec, "top_is_low", False):
+        return
+    word = re.escape(name.replace("_", " "))
+    loose = any(re.search(_DIRECTION.format(phrase=word) + r"(?! number)", x, re.I) for x in _texts(v.turn))
+    left_out = bool(v.turn.ambiguity_info) and v.turn.phenomenon in ("PIVOT", "THRESHOLD")
+    hit("rank_direction", loose or left_out, v.tag)
+
+
+def single_row_shares(turns: list[Turn]) -> dict:
+    """Share of golds with one row, split into aggregates (a count or a statistic is one value by nature)
+    and the rest (a listing of one entity), the rest by phenomenon. The rule that makes the rest
+    legitimate: a traversal (opening, EXPAND, RECURSE, PIVOT) lists what the data links, and a relationship
+    may link one entity (the province a legion is stationed in); a filter or a contrast that keeps one
+    member is kept only ONE_ROW_FILTER_RATE of the time ("just one" is a plausible answer, not a common
+    one)."""
+    n = len(turns) or 1
+    one = [t for t in turns if len(t.gold_rows) == 1]
+    agg = [t for t in one if t.chain_mode in ("aggregate", "agg_numeric")]
+    rest = Counter(t.phenomenon for t in one if t.chain_mode not in ("aggregate", "agg_numeric"))
+    filters = sum(c for p, c in rest.items() if p in ("FILTER", "REFINE", "THRESHOLD", "COMPOUND", "CONTRAST"))
+    return {"share": round(len(one) / n, 4), "aggregates": round(len(agg) / n, 4),
+            "rest": round(sum(rest.values()) / n, 4), "filters": round(filters / n, 4),
+            "rest_by_phenomenon": dict(sorted(rest.items()))}
+
+
+TRIVIAL_CHECKS = (check_count_over_small_set, check_aggregate_over_small_set, check_recurse_on_recurse,
+                  check_big_small_on_non_size, check_cutoff_without_earlier_cutoff, check_rank_direction)
+TURN_CHECKS = TURN_CHECKS + TRIVIAL_CHECKS
+ORDER = ORDER + ("count_after_one_item_list", "count_over_small_set", "aggregate_over_one_row",
+                 "aggregate_over_small_set", "recurse_on_recurse", "big_small_on_non_size",
+                 "cutoff_without_earlier_cutoff", "rank_direction")
 
 
 def render(report: dict) -> str:
@@ -646,6 +792,11 @@ def render(report: dict) -> str:
                f"of utterances; the most common one covers {f5['largest_share'] * 100:.2f}% ({f5['top'][0][0]!r})")
     out.append(f"follow-up golds that are the previous gold plus one clause: "
                f"{report['follow_up_is_previous_plus_one_clause'] * 100:.1f}%")
+    one = report["single_row"]
+    out.append(f"single-row golds: {one['share'] * 100:.1f}% of golds: aggregates {one['aggregates'] * 100:.1f}%, "
+               f"the rest {one['rest'] * 100:.1f}% {one['rest_by_phenomenon']}, of which filters and contrasts "
+               f"{one['filters'] * 100:.1f}% (a traversal lists what the data links, one entity too; a filter keeps one "
+               f"member {ONE_ROW_FILTER_RATE:.0%} of the time)")
     c = report["complexity"]
     out += ["", "gold complexity (per gold / share of golds):",
             f"  MATCH clauses {c['match_per_gold']}, hops {c['hops_per_gold']}, WITH {c['with_per_gold']}, "
