@@ -717,7 +717,10 @@ def check_big_small_on_non_size(v: TurnView, hit: Hit) -> None:
     meaning an opening year."""
     if not v.turn.ambiguity_info:
         return
-    said = bool(_BIG_SMALL.search(v.turn.ambiguity_info.get("utterance", "")))
+    said = v.turn.ambiguity_info.get("utterance", "").lower()
+    for phrase in persona_phrases(said):  # a persona's remark ("a small detail") is not the question
+        said = said.replace(phrase, " ")
+    said = bool(_BIG_SMALL.search(said))
     _, pspec = _ranked_prop(v)
     hit("big_small_on_non_size", said and not getattr(pspec, "size", False), v.tag)
 
