@@ -798,8 +798,8 @@ def render(report: dict) -> str:
     one = report["single_row"]
     out.append(f"single-row golds: {one['share'] * 100:.1f}% of golds: aggregates {one['aggregates'] * 100:.1f}%, "
                f"the rest {one['rest'] * 100:.1f}% {one['rest_by_phenomenon']}, of which filters and contrasts "
-               f"{one['filters'] * 100:.1f}% (a traversal lists what the data links, one entity too; a filter keeps one "
-               f"member {ONE_ROW_FILTER_RATE:.0%} of the time)")
+               f"{one['filters'] * 100:.1f}% (a traversal lists what the data links, one entity too; a filter keeps "
+               f"one member {ONE_ROW_FILTER_RATE:.0%} of the time)")
     c = report["complexity"]
     out += ["", "gold complexity (per gold / share of golds):",
             f"  MATCH clauses {c['match_per_gold']}, hops {c['hops_per_gold']}, WITH {c['with_per_gold']}, "

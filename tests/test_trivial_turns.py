@@ -138,8 +138,8 @@ def test_rank_direction_read_against_its_meaning_is_flagged():
                   pivot, ["title"], [["E1"]], "PIVOT", 0)
     assert _counts("celestial_court", [_officials(3), exact])["rank_direction"] == 0
     left_out = _turn(1, exact.utterance, pivot, ["title"], [["E1"]], "PIVOT", 0,
-                     {"utterance": "Take the bottom official of those officials and show me the edicts they proclaimed.",
-                      "clarification": "I mean the one with the lowest rank number."})
+                     {"utterance": "Take the bottom official of those officials and show me the edicts they "
+                                   "proclaimed.", "clarification": "I mean the one with the lowest rank number."})
     assert _counts("celestial_court", [_officials(3), left_out])["rank_direction"] == 1
 
 
