@@ -148,7 +148,7 @@ def test_rank_direction_read_against_its_meaning_is_flagged():
 
 def test_ambiguous_threshold_wordings_say_big_only_of_a_size_and_no_cutoff():
     for family in ("THRESHOLD_AMBIGUOUS", "THRESHOLD_AMBIGUOUS_SIZE"):
-        for register, cores in templates._CORES[family].items():
+        for cores in templates._CORES[family].values():
             for core in cores:
                 assert not re.search(r"cutoff|cut-off|limit|threshold\b(?! to)", core), core
                 assert ("{big}" in core) == (family == "THRESHOLD_AMBIGUOUS_SIZE"), core
