@@ -189,8 +189,8 @@ class WorldBuilder:
         return self.lex.link(r.type, r.source, r.target, "forward" if forward else "backward")
 
     # -- database ---------------------------------------------------------------------------------
-    def run(self, cypher: str) -> QueryResult:
-        r = self.executor.run(cypher, max_rows=1000)
+    def run(self, cypher: str, params: dict | None = None) -> QueryResult:
+        r = self.executor.run(cypher, max_rows=1000, params=params)
         self.db_ms += r.elapsed_ms
         if r.error is not None and r.error.kind == "unavailable":
             raise BuildUnavailable(f"world {self.spec.world}: {r.error.message}")
@@ -738,7 +738,7 @@ class WorldBuilder:
             for kind, typed in typed_names.candidates(kv.value, self._patterns[key], rng, entity=entity):
                 try:
                     why = typed_names.check_typed(self.spec.world, kv.label, kv.property, kv.value, typed, kind,
-                                                  self._run_params, search_values)
+                                                  self.run, search_values)
                 except SearchUnavailable as exc:
                     raise BuildUnavailable(f"world {self.spec.world}: {exc}") from exc
                 if why is None:
@@ -747,13 +747,6 @@ class WorldBuilder:
                     break
                 self.gate_failures["typed_name"] += 1
         return out
-
-    def _run_params(self, cypher: str, params: dict) -> QueryResult:
-        r = self.executor.run(cypher, params=params, max_rows=10)
-        self.db_ms += r.elapsed_ms
-        if r.error is not None and r.error.kind == "unavailable":
-            raise BuildUnavailable(f"world {self.spec.world}: {r.error.message}")
-        return r
 
     def feasible(self, state: _State, prev_phen: str) -> list[str]:
         """Phenomena the set allows (schema-level check; the members decide the rest)."""

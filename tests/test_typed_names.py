@@ -95,6 +95,17 @@ def test_typed_names_round_trip_through_jsonl_rows_and_validation(tmp_path):
             validate_session(raw)
 
 
+def test_typed_names_survive_the_hugging_face_export(tmp_path):
+    pytest.importorskip("datasets")
+    from benchmark.hf import load_hf_sessions, save_hf_dataset
+
+    rec = tn.record("Emperor", "name", "Quabro Tasherk", "Quabro Tashrek", "typo")
+    sessions = [Session(id="ancient_empire-0000", world="ancient_empire", persona="student",
+                        turns=[_turn([rec]), Turn(**{**_turn([]).__dict__, "index": 1})])]
+    save_hf_dataset(sessions, tmp_path, manifest={"split": "test"})
+    assert load_hf_sessions(tmp_path) == sessions
+
+
 # -- a real build ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
