@@ -38,6 +38,9 @@ def _features():
         "gold_key_values": [{"label": Value("string"), "property": Value("string"),
                              "value_json": Value("string")}],
         "gold_triples": [Value("string")],
+        # names said as users type them (issue 20): every field a string (only string values are typed)
+        "typed_names": [{"label": Value("string"), "property": Value("string"), "stored": Value("string"),
+                         "typed": Value("string"), "kind": Value("string")}],
     }
     return Features({"id": Value("string"), "world": Value("string"), "persona": Value("string"),
                      "num_turns": Value("int32"), "turns": [turn]})
@@ -148,6 +151,7 @@ Each turn:
 | `ambiguity_info_json` | string (JSON) or null | `{"utterance": <the under-specified wording the user says>, "clarification": <scripted answer to a clarifying question>}` |
 | `gold_key_values` | list of `{label, property, value_json}` | entity key-values of the gold answer; `value_json` is the JSON-encoded value |
 | `gold_triples` | list of string | relationship triples the gold query traverses, e.g. `(:A)-[:R]->(:B)` |
+| `typed_names` | list of `{label, property, stored, typed, kind}` | names the utterance says as a user types them (`kind`: `typo`, `partial` or `case`): the utterance has `typed`, the gold has `stored`, and `SEARCH_VALUES` on `label`/`property` with `typed` returns `stored` (verified) |
 
 JSON-encoded fields are text because their values mix types; decode them with `json.loads`, or load
 the original objects with `benchmark.hf.load_hf_sessions`. The same sessions ship as `sessions.jsonl`
@@ -169,7 +173,9 @@ and counted in `stats.md`):
   shift never names a set of the same kind as the current one;
 - thresholds are round numbers (as people say them) that still split the set; sums run only over
   properties the world spec marks additive, max/min/avg only over comparable ones; a symmetric
-  relationship (an alliance) is read in both directions; a contrast never complements a contrast.
+  relationship (an alliance) is read in both directions; a contrast never complements a contrast;
+- a name said as a user types it (a typo, a partial name, other case) equals no stored value, and
+  `SEARCH_VALUES` on its label and property returns the stored value, alone or clearly the nearest.
 """
 
 

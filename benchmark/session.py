@@ -16,7 +16,14 @@ or null for the opening turn and topic shifts)::
      "phenomenon": "EXPAND", "chain_mode": "expand", "depends_on": 1,
      "ambiguity_info": null | {"utterance": "...", "clarification": "..."},
      "gold_key_values": [{"label": "Emperor", "property": "name", "value": "Quabro Tasherk"}, ...],
-     "gold_triples": ["(:Emperor)-[:GOVERNS]->(:Province)", ...]}
+     "gold_triples": ["(:Emperor)-[:GOVERNS]->(:Province)", ...],
+     "typed_names": [{"label": "Emperor", "property": "name", "stored": "Quabro Tasherk",
+                      "typed": "Quabro Tashrek", "kind": "typo"}]}        # optional, [] when none
+
+``typed_names`` lists the names the utterance says as a user types them (``kind``: ``typo``, ``partial``
+or ``case``; :mod:`benchmark.typed_names`): the utterance has ``typed``, the gold the ``stored`` value,
+and SEARCH_VALUES on ``label``/``property`` with ``typed`` was verified to return it. Builds made before
+the field existed have none.
 
 For an ambiguous turn, ``ambiguity_info.utterance`` is the under-specified wording the user actually
 says (the environment shows it instead of ``utterance``), ``clarification`` is the scripted answer to
@@ -29,7 +36,8 @@ trip is lossless)::
 
     {"index", "utterance", "gold_cypher", "gold_columns", "gold_rows_json", "phenomenon", "chain_mode",
      "depends_on", "ambiguity_info_json" (null when not ambiguous),
-     "gold_key_values": [{"label", "property", "value_json"}, ...], "gold_triples"}
+     "gold_key_values": [{"label", "property", "value_json"}, ...], "gold_triples",
+     "typed_names": [{"label", "property", "stored", "typed", "kind"}, ...]}
 
 and ``Turn.from_row`` reverses it (``Turn.from_row(t.to_row()) == t``); ``Session.to_row`` adds
 ``id, world, persona, num_turns`` and the list of turn rows. A reader that holds one column only (a
@@ -44,6 +52,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+from benchmark.typed_names import valid_record
 from cypherturn.errors import InputError
 
 T = TypeVar("T")
@@ -130,6 +139,8 @@ class Turn:
     ambiguity_info: dict[str, str] | None = None
     gold_key_values: list[dict[str, Any]] = field(default_factory=list)
     gold_triples: list[str] = field(default_factory=list)
+    # names said as users type them (issue 20; benchmark.typed_names): {label, property, stored, typed, kind}
+    typed_names: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def chain_dependent(self) -> bool:
@@ -151,6 +162,7 @@ class Turn:
             "ambiguity_info_json": None if self.ambiguity_info is None else encode_json(self.ambiguity_info),
             "gold_key_values": [key_value_to_row(kv, where=where) for kv in self.gold_key_values],
             "gold_triples": list(self.gold_triples),
+            "typed_names": [dict(r) for r in self.typed_names],
         }
 
     @classmethod
@@ -168,6 +180,7 @@ class Turn:
             ambiguity_info=None if row["ambiguity_info_json"] is None else decode_json(row["ambiguity_info_json"]),
             gold_key_values=[key_value_from_row(kv) for kv in row["gold_key_values"]],
             gold_triples=list(row["gold_triples"]),
+            typed_names=[dict(r) for r in row.get("typed_names") or []],  # absent in a dataset saved before it
         )
 
     @property
@@ -221,12 +234,14 @@ def write_sessions(path: str | Path, sessions: Iterable[Session]) -> None:
 
 
 _STR, _INT, _OPT_INT = "a string", "an integer", "an integer or null"
+_TYPED_NAMES = "a list of {label, property, stored, typed, kind} strings (kind typo, partial or case)"
 _SESSION_FIELDS = {"id": _STR, "world": _STR, "persona": _STR, "turns": "a non-empty list of turns"}
 _TURN_FIELDS = {"index": _INT, "utterance": _STR, "gold_cypher": _STR, "gold_columns": "a list of strings",
                 "gold_rows": "a list of lists", "phenomenon": _STR, "chain_mode": _STR, "depends_on": _OPT_INT,
                 "ambiguity_info": "null or {utterance, clarification} strings",
-                "gold_key_values": "a list of objects", "gold_triples": "a list of strings"}
-_TURN_OPTIONAL = {"ambiguity_info", "gold_key_values", "gold_triples"}
+                "gold_key_values": "a list of objects", "gold_triples": "a list of strings",
+                "typed_names": _TYPED_NAMES}
+_TURN_OPTIONAL = {"ambiguity_info", "gold_key_values", "gold_triples", "typed_names"}
 
 
 def _is_int(v: Any) -> bool:
@@ -244,6 +259,8 @@ def _field_ok(kind: str, v: Any) -> bool:
         return isinstance(v, list) and all(isinstance(x, str) for x in v)
     if kind == "a list of lists":
         return isinstance(v, list) and all(isinstance(x, list) for x in v)
+    if kind == _TYPED_NAMES:
+        return isinstance(v, list) and all(valid_record(x) for x in v)
     if kind == "a list of objects":
         return isinstance(v, list) and all(isinstance(x, dict) for x in v)
     if kind.startswith("null or"):

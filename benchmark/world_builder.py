@@ -30,7 +30,10 @@ runs the verification gates (DESIGN §5):
   over at least two values), a min / max / avg / sum over at least ``MIN_AGGREGATED`` values;
 - ``recurse_on_recurse``: no RECURSE right on the result of a RECURSE over the same relationship (it
   would list a subset of what the last turn listed);
-- ``one_row_filter``: a filter or a contrast keeps one member only ``ONE_ROW_FILTER_RATE`` of the time.
+- ``one_row_filter``: a filter or a contrast keeps one member only ``ONE_ROW_FILTER_RATE`` of the time;
+- ``typed_name``: a name said as a user types it (a typo, a partial name, other case) equals no stored
+  value and SEARCH_VALUES resolves it to the stored one (:mod:`benchmark.typed_names`); a rejected form
+  falls back to the next one, then to the exact name, so this gate never drops a turn.
 
 The semantic choices follow the world spec: sums only over properties marked ``additive``, max /
 avg / rankings only over ``comparable`` ones, a ``symmetric`` relationship read in both directions; a
@@ -56,13 +59,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark import chain, templates
+from benchmark import chain, templates, typed_names
 from benchmark.lexicon import Lexicon
 from benchmark.rewrite import Rewriter, RewriteStats, apply_rewrite, must_keep
 from benchmark.session import PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, Session, Turn
 from cypherturn.errors import CypherTurnError, InfrastructureError, InvariantError
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.generator import Graph, generate
+from graphs.search import SearchUnavailable, search_values
 from graphs.spec import RelationshipSpec, WorldSpec
 
 MAX_SET = 60  # largest listed result kept
@@ -155,6 +159,8 @@ class WorldBuilder:
         self._used_phrases: set[str] = set()  # persona phrases the session has said
         self._pending_phrases: set[str] = set()  # ... and those of the candidate turn
         self._seen_sets: list[list] = []
+        self._session_id = ""  # the session being built (seeds the typing choices)
+        self._patterns: dict[tuple[str, str], frozenset[str]] = {}
 
     # -- schema helpers ---------------------------------------------------------------------------
     def numeric(self, label: str) -> list[str]:
@@ -199,8 +205,8 @@ class WorldBuilder:
         return self.lex.link(r.type, r.source, r.target, "forward" if forward else "backward")
 
     # -- database ---------------------------------------------------------------------------------
-    def run(self, cypher: str) -> QueryResult:
-        r = self.executor.run(cypher, max_rows=1000)
+    def run(self, cypher: str, params: dict | None = None) -> QueryResult:
+        r = self.executor.run(cypher, max_rows=1000, params=params)
         self.db_ms += r.elapsed_ms
         if r.error is not None and r.error.kind == "unavailable":
             raise BuildUnavailable(f"world {self.spec.world}: {r.error.message}")
@@ -651,6 +657,7 @@ class WorldBuilder:
     # -- sessions -------------------------------------------------------------------------------------
     def build_session(self, session_id: str, persona: str, n_turns: int, rng: random.Random) -> Session | None:
         turns: list[Turn] = []
+        self._session_id = session_id
         self._last_phen: list[str] = []
         self._seen_queries: set[str] = set()
         self._used_phrases: set[str] = set()
@@ -692,11 +699,13 @@ class WorldBuilder:
             step, shape, slots = self.make_opening(rng, var, avoid)
             phen = "OPENING" if index == 0 else "TOPIC_SHIFT"
             slots.setdefault("back", "")
+            typed = self.type_names(step, slots, index, var)
             text = self.render(f"{phen}_{shape}", persona, slots, rng, index)
             r = self.verify(step, listing=True, universe_step=None)
             if len(r.rows) < MIN_OPENING:
                 raise GateFailure("size", "opening too small")
             turn = self._turn(index, text, step, r, phen, None, None)
+            turn.typed_names = typed
             tag = "OPENING_FILTERED" if shape == "FILTERED" else phen
             return turn, _State(step.new_set, index, tag)
         active = states[-1]
@@ -715,6 +724,7 @@ class WorldBuilder:
             raise GateFailure("feasible")
         step, slots, listing, ustep = self.make_chain(phen, base_state.set, prev_phen, rng, var)
         slots["back"] = back
+        typed = self.type_names(step, slots, index, var)
         ambiguity = None
         family = slots.pop("family", phen)  # a variant's own wording (AGG_MIN, FILTER_FLAG ...)
         ambiguous = self.ambiguous_family(phen, base_state.set.label, slots.pop("prop_name", None))
@@ -730,6 +740,7 @@ class WorldBuilder:
             if len(r.rows) == 1 and rng.random() >= ONE_ROW_FILTER_RATE:
                 raise GateFailure("one_row_filter")
         turn = self._turn(index, text, step, r, phen, base_state.turn, ambiguity)
+        turn.typed_names = typed
         new_state = _State(step.new_set, index, phen) if step.new_set is not None else \
             _State(base_state.set, base_state.turn, base_state.phenomenon)
         return turn, new_state
@@ -748,6 +759,39 @@ class WorldBuilder:
         if phen == "THRESHOLD" and spec is not None and spec.size:
             return "THRESHOLD_AMBIGUOUS_SIZE"
         return family
+    # --- names as users type them (issue 20) ---
+    def type_names(self, step: chain.Step, slots: dict, index: int, var: str) -> list[dict]:
+        """Replace, for a share of turns, the entity name (``anchor_name``) or categorical value (``value``,
+        ``value2``) the turn says by the form a user types (benchmark.typed_names); returns the records.
+        The slot holds the typed form, so the leak gate and the rewrite's must_keep treat it as the name."""
+        out = []
+        for slot in ("anchor_name", "value", "value2"):
+            said = slots.get(slot)
+            # the key-value the slot says: the last one of the step with that text (this turn's own condition)
+            kv = next((kv for kv in reversed(step.key_values)
+                       if isinstance(kv.value, str) and self.lex.value(kv.value) == said), None)
+            if kv is None:
+                continue
+            entity = slot == "anchor_name"
+            rng = typed_names.sub_rng(self.spec.world, self._session_id, index, var, slot)
+            if rng.random() >= (typed_names.NAME_RATE if entity else typed_names.VALUE_RATE):
+                continue
+            key = (kv.label, kv.property)
+            if key not in self._patterns:
+                self._patterns[key] = typed_names.pattern_words(
+                    row[kv.property] for row in self.graph.nodes[kv.label] if isinstance(row.get(kv.property), str))
+            for kind, typed in typed_names.candidates(kv.value, self._patterns[key], rng, entity=entity):
+                try:
+                    why = typed_names.check_typed(self.spec.world, kv.label, kv.property, kv.value, typed, kind,
+                                                  self.run, search_values)
+                except SearchUnavailable as exc:
+                    raise BuildUnavailable(f"world {self.spec.world}: {exc}") from exc
+                if why is None:
+                    slots[slot] = typed
+                    out.append(typed_names.record(kv.label, kv.property, kv.value, typed, kind))
+                    break
+                self.gate_failures["typed_name"] += 1
+        return out
 
     def feasible(self, state: _State, prev_phen: str) -> list[str]:
         """Phenomena the set allows (schema-level check; the members decide the rest)."""

@@ -5,7 +5,9 @@ reviewer flags, the question kinds per world and the gold complexity.
 
 Each check is a pure function of the sessions and the world specs, except the symmetric-traversal
 check, which re-executes every gold that crosses a relationship type the spec declares ``symmetric``
-with that relationship read both ways (needs the worlds loaded; ``--no-db`` skips it). A rate is
+with that relationship read both ways, and the typed-name check, which re-verifies every name a turn
+says as a user types it (``Turn.typed_names``) with a plain equality test and with SEARCH_VALUES (both
+need the worlds loaded; ``--no-db`` skips them). A rate is
 ``count / denominator`` where the denominator is the set of turns the check applies to (printed).
 """
 
@@ -17,6 +19,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -30,6 +33,9 @@ from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAP
 from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.world_builder import canonical_rows
 from benchmark.world_builder import MIN_AGGREGATED, MIN_COUNTED, ONE_ROW_FILTER_RATE  # noqa: E402
+from benchmark.chain import literal  # noqa: E402
+from benchmark.typed_names import LOOKUP_KINDS, equal_counts, resolves  # noqa: E402
+from graphs.search import search_values  # noqa: E402
 from graphs.executor import SafeExecutor
 from graphs.spec import WorldSpec, get_spec  # noqa: E402
 
@@ -512,6 +518,72 @@ def check_gold_renames_to_name(v: TurnView, hit: Hit) -> None:
     hit("gold_renames_to_name", bool(renamed), v.tag)
 
 
+# --- names as users type them (issue 20) ---
+def check_typed_name_not_as_recorded(v: TurnView, hit: Hit) -> None:
+    """A typed name the utterance does not say as recorded, or whose stored value the gold does not hold."""
+    for r in v.turn.typed_names:
+        hit("typed_name_not_as_recorded", r["typed"] not in v.text or literal(r["stored"]) not in v.turn.gold_cypher,
+            f"{v.tag} [{r['kind']}: {r['typed']} for {r['stored']}]")
+
+
+def typed_names_report(sessions: list[Session], *, executor_for=None) -> dict:
+    """The share of turns with a typed name per world and overall (``lookup``: a typo or a partial name,
+    what only a value lookup resolves), the kinds, and, with ``executor_for``, every typed name
+    re-verified on the server: ``equals_stored`` counts typed forms a plain equality test finds (or, for a
+    typo or a partial name, a case-insensitive one), ``search_failures`` those SEARCH_VALUES does not
+    resolve to the stored value (benchmark.typed_names.resolves). Both must be 0."""
+    per_world: dict[str, Counter] = defaultdict(Counter)
+    kinds: Counter = Counter()
+    equals = failures = 0
+    examples: list[str] = []
+    for s in sessions:
+        for t in s.turns:
+            c = per_world[s.world]
+            c["turns"] += 1
+            c["typed"] += bool(t.typed_names)
+            c["lookup"] += any(r["kind"] in LOOKUP_KINDS for r in t.typed_names)
+            for r in t.typed_names:
+                kinds[r["kind"]] += 1
+                if executor_for is None:
+                    continue
+                run = partial(_run_params, executor_for(s.world))
+                counts = equal_counts(run, r["label"], r["property"], r["typed"])
+                if counts is None or counts[0] or counts[1] and r["kind"] != "case":
+                    equals += 1
+                    examples.append(f"{s.id}#{t.index} equals a stored value: {r}")
+                found = search_values(s.world, r["label"], r["property"], r["typed"]).values
+                if not resolves(r["kind"], r["typed"], r["stored"], list(found)):
+                    failures += 1
+                    examples.append(f"{s.id}#{t.index} not resolved: {r} -> {found}")
+
+    def shares(c: Counter) -> dict:
+        n = c["turns"] or 1
+        return {"turns": c["turns"], "typed": c["typed"], "lookup": c["lookup"],
+                "typed_share": round(c["typed"] / n, 4), "lookup_share": round(c["lookup"] / n, 4)}
+    total = sum(per_world.values(), Counter())
+    return {"per_world": {w: shares(per_world[w]) for w in sorted(per_world)}, "overall": shares(total),
+            "kinds": dict(sorted(kinds.items())), "checked": executor_for is not None,
+            "equals_stored": equals, "search_failures": failures, "examples": examples[:5]}
+
+
+def _run_params(executor, cypher: str, params: dict):
+    return executor.run(cypher, params=params, max_rows=10, timeout=60)
+
+
+def render_typed_names(report: dict) -> list[str]:
+    o = report["overall"]
+    out = ["", f"names as users type them: {o['typed_share'] * 100:.2f}% of turns ({o['typed']} of {o['turns']}), "
+               f"{o['lookup_share'] * 100:.2f}% a typo or a partial name ({o['lookup']}); kinds {report['kinds']}"]
+    out += [f"  {w}: {c['typed_share'] * 100:.2f}% typed, {c['lookup_share'] * 100:.2f}% lookup "
+            f"({c['lookup']} of {c['turns']})" for w, c in report["per_world"].items()]
+    if report["checked"]:
+        out.append(f"  re-verified on the server: {report['equals_stored']} equal a stored value, "
+                   f"{report['search_failures']} not resolved by SEARCH_VALUES")
+    else:
+        out.append("  (not re-verified: --no-db)")
+    return out + [f"  {e[:200]}" for e in report["examples"]]
+
+
 TURN_CHECKS: tuple[Callable[[TurnView, Hit], None], ...] = (
     check_opening_refers_back, check_greeting_after_turn_1, check_greets_more_than_once,
     check_repeated_persona_phrase, check_stacked_lead_ins, check_duplicated_type_noun, check_plural_noun_grammar,
@@ -519,7 +591,8 @@ TURN_CHECKS: tuple[Callable[[TurnView, Hit], None], ...] = (
     check_machine_threshold, check_contrast_of_contrast, check_expand_round_trip, check_expand_back_to_origin,
     check_pivot_back_to_origin, check_unused_relationship_variable, check_relationship_aggregate_without_link,
     check_persona_remark_misfit, check_repeated_result_set, check_ambiguous_back_reference,
-    check_sum_over_non_additive, check_extreme_or_mean_over_non_comparable, check_gold_renames_to_name)
+    check_sum_over_non_additive, check_extreme_or_mean_over_non_comparable, check_gold_renames_to_name,
+    check_typed_name_not_as_recorded)
 
 
 def check_symmetric_traversal(pending: list[tuple[str, Turn]], worlds: dict[str, World], executor_for,
@@ -619,6 +692,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
         "complexity": gold_complexity(turns),
         "follow_up_is_previous_plus_one_clause": extends_previous_share(sessions),
         "single_row": single_row_shares(turns),
+        "typed_names": typed_names_report(sessions, executor_for=executor_for),
     }
 
 
@@ -628,7 +702,7 @@ ORDER = ("opening_refers_back", "greeting_or_apology_after_turn_1", "greets_more
          "persona_remark_misfit", "contrast_of_contrast", "expand_round_trip", "expand_back_to_origin", "pivot_back_to_origin",
          "unused_relationship_variable", "relationship_aggregate_without_link", "repeated_result_set", "ambiguous_back_reference",
          "sum_over_non_additive", "extreme_or_mean_over_non_comparable", "symmetric_traversed_one_way",
-         "gold_renames_to_name")
+         "gold_renames_to_name", "typed_name_not_as_recorded")
 
 
 # --- trivial turns and clarifications (issue 20) ---
@@ -809,6 +883,7 @@ def render(report: dict) -> str:
     for w, kinds in report["kinds_per_world"].items():
         new = ", ".join(f"{k} {kinds.get(k, 0)}" for k in NEW_KINDS)
         out.append(f"  {w}: {new}")
+    out += render_typed_names(report["typed_names"])
     out += ["", "examples:"]
     for k in ORDER:
         for e in report["examples"].get(k, [])[:2]:
