@@ -78,9 +78,9 @@ MAX_PER_MEMBER = 30  # largest set a per-member count is asked over (one row per
 # of FILTER / REFINE turns (one draw picks at most one variant; an infeasible one falls back to the other
 # variants, then to the usual kinds): "arid or temperate", "whose name starts with Qu", "which have at least
 # one legion stationed in them". FILTER and REFINE are proposed more often for them (WEIGHTS: 8 and 24 before)
-EITHER_RATE = 0.3  # the most often infeasible (needs two values that leave some members out)
-NAME_MATCH_RATE = 0.08  # also what a set with nothing else to filter on gets when no neighbour test fits
-LINKED_RATE = 0.22
+EITHER_RATE = 0.28  # needs two values that leave some members out
+NAME_MATCH_RATE = 0.1  # fits nearly every set but a serial-keyed one ("Legion 07"), so the last fallback
+LINKED_RATE = 0.3  # fits about half the sets it is drawn for (some members linked, some not)
 CORRECTION_RATE = 0.75  # of filtering turns right after a filter: "Actually, I meant arid, not temperate."
 NAME_STOPWORDS = frozenset({"the", "and", "of"})  # pattern words nobody searches a name for
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
@@ -561,9 +561,9 @@ class WorldBuilder:
                     break
             else:
                 return None
-            rest = makers[:i] + makers[i + 1:]
-            rng.shuffle(rest)
-            makers = [makers[i], *rest]
+            # then the others, a name match last: it fits nearly every set and would crowd the others out
+            fallback = [makers[0], makers[2], makers[1]]
+            makers = [makers[i], *(m for m in fallback if m is not makers[i])]
         made = None
         for _, maker in makers:
             made = maker(base, members, slots, rng)
