@@ -78,9 +78,9 @@ MAX_PER_MEMBER = 30  # largest set a per-member count is asked over (one row per
 # of FILTER / REFINE turns (one draw picks at most one variant; an infeasible one falls back to the other
 # variants, then to the usual kinds): "arid or temperate", "whose name starts with Qu", "which have at least
 # one legion stationed in them". FILTER and REFINE are proposed more often for them (WEIGHTS: 8 and 24 before)
-EITHER_RATE = 0.28  # needs two values that leave some members out
-NAME_MATCH_RATE = 0.1  # fits nearly every set but a serial-keyed one ("Legion 07"), so the last fallback
-LINKED_RATE = 0.3  # fits about half the sets it is drawn for (some members linked, some not)
+EITHER_RATE = 0.18  # needs two values that leave some members out
+NAME_MATCH_RATE = 0.07  # fits nearly every set but a serial-keyed one ("Legion 07"), so the last fallback
+LINKED_RATE = 0.2  # fits about half the sets it is drawn for (some members linked, some not)
 CORRECTION_RATE = 0.75  # of filtering turns right after a filter: "Actually, I meant arid, not temperate."
 NAME_STOPWORDS = frozenset({"the", "and", "of"})  # pattern words nobody searches a name for
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
@@ -93,7 +93,7 @@ BACK_LEADS = ("Going back to the {noun} from before", "Back to the {noun} from b
 FILTERS = ("FILTER", "REFINE", "THRESHOLD", "COMPOUND")
 # how often each phenomenon is proposed (before feasibility); TOPIC_SHIFT rarer, as in the paper
 WEIGHTS = {"EXPAND": 10, "RECURSE": 24, "PIVOT": 8, "AGG_COUNT": 6, "AGG_MAX": 5, "AGG_AVG": 5, "AGG_SUM": 5,
-           "FILTER": 14, "REFINE": 30, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
+           "FILTER": 20, "REFINE": 40, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
 
 
 class BuildUnavailable(InfrastructureError):
