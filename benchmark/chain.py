@@ -74,6 +74,7 @@ class Condition:
     text: str
     key_values: tuple[KeyValue, ...]
     props: tuple[str, ...] = ()  # properties it tests without a literal (an existence test)
+    triples: tuple[str, ...] = ()  # relationships it tests (an EXISTS subquery), part of the gold triples
 
 
 @dataclass(frozen=True)
@@ -296,10 +297,11 @@ def universe_edges(rel_type: str, fn: str, prop: str) -> Step:
 def narrow(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
     """narrow / value_narrow: keep the members of the prior set that meet the condition(s)."""
     cond = Condition(" AND ".join(c.text for c in conditions), _merge(*(c.key_values for c in conditions)),
-                     _merge(*(c.props for c in conditions)))
+                     _merge(*(c.props for c in conditions)), _merge(*(c.triples for c in conditions)))
     props = {kv.property for kv in cond.key_values} | set(cond.props)
     new = EntitySet(s.label, s.var, tuple(s.filtered(cond.text)), _merge(s.key_values, cond.key_values),
-                    s.triples, s, cond, s.filtered_props | props, origin=s.origin, distinct_rows=True)
+                    _merge(s.triples, cond.triples), s, cond, s.filtered_props | props, origin=s.origin,
+                    distinct_rows=True)
     return _list_step(new, key)
 
 
@@ -322,9 +324,9 @@ def contrast(s: EntitySet, key: str) -> Step:
     if s.parent is None or s.condition is None:
         raise ChainError("CONTRAST needs a set produced by a filter")
     parent, cond = s.parent, s.condition
-    negated = Condition(f"NOT coalesce({cond.text}, false)", cond.key_values)
+    negated = Condition(f"NOT coalesce({cond.text}, false)", cond.key_values, cond.props, cond.triples)
     new = EntitySet(s.label, s.var, tuple(parent.filtered(negated.text)),
-                    _merge(parent.key_values, cond.key_values), parent.triples, parent, negated,
+                    _merge(parent.key_values, cond.key_values), _merge(parent.triples, cond.triples), parent, negated,
                     parent.filtered_props, origin=parent.origin, distinct_rows=True)
     return _list_step(new, key)
 
@@ -365,3 +367,40 @@ def count_neighbours(s: EntitySet, key: str, rel_type: str, forward: bool, targe
 def compare(var: str, label: str, prop: str, greater: bool, value: Any) -> Condition:
     op = ">" if greater else "<"
     return Condition(f"{var}.{ident(prop)} {op} {literal(value)}", (KeyValue(label, prop, value),))
+
+
+# --- filter variants (issue 20) ---
+# Conditions for the FILTER / REFINE variants a user asks beyond "whose climate is arid": either of two
+# values, a name's beginning or a word in it, whether a member has a neighbour at all; and a correction
+# of the last filter, which re-derives the set that filter was applied to with the corrected condition.
+
+def either(var: str, label: str, prop: str, values: tuple[Any, Any]) -> Condition:
+    """"Whose climate is arid or temperate": ``x.climate IN ['arid', 'temperate']`` (one key-value per
+    value, as the reward's parser reads an ``IN`` list)."""
+    items = ", ".join(literal(v) for v in values)
+    return Condition(f"{var}.{ident(prop)} IN [{items}]", tuple(KeyValue(label, prop, v) for v in values))
+
+
+def name_match(var: str, label: str, prop: str, fragment: str, start: bool) -> Condition:
+    """"Whose name starts with Qu" (``STARTS WITH``) or "with 'Reef' in their name" (``CONTAINS``);
+    case-sensitive, as the user typed the fragment."""
+    op = "STARTS WITH" if start else "CONTAINS"
+    return Condition(f"{var}.{ident(prop)} {op} {literal(fragment)}", (KeyValue(label, prop, fragment),))
+
+
+def linked(var: str, label: str, rel_type: str, forward: bool, other: str, present: bool,
+           symmetric: bool = False) -> Condition:
+    """"Which of those provinces have at least one legion stationed in them?" (``EXISTS { pattern }``)
+    or "... have no legions ..." (``NOT EXISTS``). The pattern's relationship is a gold triple."""
+    pattern = _pattern(var, rel_type, forward, "", other, symmetric=symmetric)
+    src, dst = (label, other) if forward else (other, label)
+    return Condition(f"{'' if present else 'NOT '}EXISTS {{ {pattern} }}", (), (), (triple(src, rel_type, dst),))
+
+
+def correct(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
+    """A user's correction of the filter that produced ``s`` ("Actually, I meant arid, not temperate"):
+    the set that filter was applied to, filtered by the corrected condition(s) instead (never a filter
+    of the wrong result)."""
+    if s.parent is None or s.condition is None:
+        raise ChainError("a correction needs a set produced by a filter")
+    return narrow(s.parent, key, conditions)

@@ -107,6 +107,13 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "AGG_SUM_AMBIGUOUS": ("set_noun", "prop"),
     "THRESHOLD_AMBIGUOUS": ("set_noun", "prop", "op", "value"),
     "THRESHOLD_AMBIGUOUS_SIZE": ("set_noun", "prop", "op", "value"),
+    # --- filter variants (issue 20) ---
+    "FILTER_EITHER": ("set_noun", "prop", "value", "value2"),  # "arid or temperate"
+    "FILTER_NAME_STARTS": ("set_noun", "key", "fragment"),  # "whose name starts with Qu"
+    "FILTER_NAME_CONTAINS": ("set_noun", "key", "fragment"),  # "with 'Reef' in their name"
+    "FILTER_LINKED": ("set_noun", "has"),  # "at least one legion stationed in them"
+    "CORRECT_VALUE": ("prop", "value", "old"),  # "Actually, I meant arid, not temperate."
+    "CORRECT_THRESHOLD": ("prop", "op", "value", "old"),  # "... more than 40, not 30."
 }
 
 FAMILIES: tuple[str, ...] = tuple(SLOTS)

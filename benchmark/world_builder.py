@@ -94,6 +94,15 @@ MIN_AGGREGATED = 3
 # (the user cannot know it in advance), but a benchmark of one-row lists asks little (issue 20); a
 # traversal to one entity stays (the data links one: the province a legion is stationed in)
 ONE_ROW_FILTER_RATE = 0.25
+# --- filter variants (issue 20) ---
+# of FILTER / REFINE turns (one draw picks at most one variant; an infeasible one falls back to the other
+# variants, then to the usual kinds): "arid or temperate", "whose name starts with Qu", "which have at least
+# one legion stationed in them". FILTER and REFINE are proposed more often for them (WEIGHTS: 8 and 24 before)
+EITHER_RATE = 0.18  # needs two values that leave some members out
+NAME_MATCH_RATE = 0.07  # fits nearly every set but a serial-keyed one ("Legion 07"), so the last fallback
+LINKED_RATE = 0.2  # fits about half the sets it is drawn for (some members linked, some not)
+CORRECTION_RATE = 0.75  # of filtering turns right after a filter: "Actually, I meant arid, not temperate."
+NAME_STOPWORDS = frozenset({"the", "and", "of"})  # pattern words nobody searches a name for
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
 LISTING_MODES = ("none", "topic_shift", "expand", "pivot", "contrast", "value_narrow", "narrow")
@@ -104,7 +113,7 @@ BACK_LEADS = ("Going back to the {noun} from before", "Back to the {noun} from b
 FILTERS = ("FILTER", "REFINE", "THRESHOLD", "COMPOUND")
 # how often each phenomenon is proposed (before feasibility); TOPIC_SHIFT rarer, as in the paper
 WEIGHTS = {"EXPAND": 10, "RECURSE": 24, "PIVOT": 8, "AGG_COUNT": 6, "AGG_MAX": 5, "AGG_AVG": 5, "AGG_SUM": 5,
-           "FILTER": 8, "REFINE": 24, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
+           "FILTER": 20, "REFINE": 40, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
 
 
 class BuildUnavailable(InfrastructureError):
@@ -161,6 +170,7 @@ class WorldBuilder:
         self._seen_sets: list[list] = []
         self._session_id = ""  # the session being built (seeds the typing choices)
         self._patterns: dict[tuple[str, str], frozenset[str]] = {}
+        self._corrections: set[tuple] = set()  # the sets this session's corrections produced (issue 20)
 
     # -- schema helpers ---------------------------------------------------------------------------
     def numeric(self, label: str) -> list[str]:
@@ -336,6 +346,10 @@ class WorldBuilder:
         slots: dict[str, str] = {"set_noun": self.lex.noun(base.label),
                                  "set_noun_singular": self.lex.noun(base.label, plural=False)}
         uni = self.universe(base)
+        if phen in FILTERS:  # "Actually, I meant arid, not temperate" (issue 20)
+            corrected = self._correction(base, prev_phen, rng, slots)
+            if corrected is not None:
+                return corrected
         if phen in ("EXPAND", "RECURSE"):
             return self._chain_expand(phen, base, uni, rng, var, slots)
         if phen == "PIVOT":
@@ -488,6 +502,11 @@ class WorldBuilder:
             raise GateFailure("feasible")
         if phen == "FILTER" and prev_phen in FILTERS + ("OPENING_FILTERED",):
             raise GateFailure("feasible")
+        if phen != "COMPOUND" and len(members) >= 2:  # either/or, a name match, a neighbour (issue 20)
+            usual = cats or self.flags(label, base) or self.nullable(label, base)
+            variant = self._filter_variant(phen, base, uni, members, slots, rng, forced=not usual)
+            if variant is not None:
+                return variant
         if phen != "COMPOUND" and len(members) >= 2:
             flags, nullable = self.flags(label, base), self.nullable(label, base)
             kinds = ["value"] * 2 * bool(cats) + ["flag"] * bool(flags) + ["exists"] * bool(nullable)
@@ -557,6 +576,191 @@ class WorldBuilder:
                          family=f"{phen}_EXISTS")
         step = chain.narrow(base, self.keys[label], [cond])
         return step, slots, True, chain.narrow(uni, self.keys[label], [cond])
+
+    # --- filter variants (issue 20) ---
+    def _filter_variant(self, phen: str, base: chain.EntitySet, uni: chain.EntitySet, members: list[dict],
+                        slots: dict, rng: random.Random, forced: bool = False):
+        """A FILTER / REFINE beyond one value: either of two values, a name match or a neighbour test, at
+        their rates (the drawn one first, then the others where it does not fit the set); None (the usual
+        kinds then) when none is drawn or none fits. ``forced``: the set has no value, flag or null to
+        filter on, so a name match or a neighbour test."""
+        makers = [(EITHER_RATE, self._either), (NAME_MATCH_RATE, self._name_match), (LINKED_RATE, self._linked)]
+        if forced:  # a neighbour test first: a name match fits nearly every set, so it would crowd it out
+            makers = [makers[2], makers[1]]
+        else:
+            draw, edge = rng.random(), 0.0
+            for i, (rate, _) in enumerate(makers):
+                edge += rate
+                if draw < edge:
+                    break
+            else:
+                return None
+            # then the others, a name match last: it fits nearly every set and would crowd the others out
+            fallback = [makers[0], makers[2], makers[1]]
+            makers = [makers[i], *(m for m in fallback if m is not makers[i])]
+        made = None
+        for _, maker in makers:
+            made = maker(base, members, slots, rng)
+            if made is not None:
+                break
+        if made is None:
+            return None
+        cond, family = made
+        slots["family"] = family
+        key = self.keys[base.label]
+        return chain.narrow(base, key, [cond]), slots, True, chain.narrow(uni, key, [cond])
+
+    def _either(self, base: chain.EntitySet, members: list[dict], slots: dict, rng: random.Random):
+        """"Which of those provinces are arid or temperate?": two values of a categorical property, both
+        present among the members, that together still leave some out."""
+        label = base.label
+        cats = [p for p in self.categorical(label) if p not in base.filtered_props]
+        rng.shuffle(cats)
+        for prop in cats:
+            counts = Counter(m[prop] for m in members if m.get(prop) is not None)
+            values = sorted(counts)
+            pairs = [(a, b) for i, a in enumerate(values) for b in values[i + 1:]
+                     if counts[a] + counts[b] < len(members)]
+            if pairs:
+                pair = rng.choice(pairs)
+                if rng.random() < 0.5:
+                    pair = pair[::-1]
+                slots.update(prop=self.lex.prop(label, prop), value=self.lex.value(pair[0]),
+                             value2=self.lex.value(pair[1]))
+                return chain.either(base.var, label, prop, pair), "FILTER_EITHER"
+        return None
+
+    def variant_filterable(self, label: str, s: chain.EntitySet) -> bool:
+        """Whether a set with nothing else to filter on can take a name match or a neighbour test."""
+        key = self.keys[label]
+        return bool(self.links(label)) or self._props[label][key].gen == "name" and key not in s.filtered_props
+
+    def name_fragments(self, label: str, names: list[str]) -> list[tuple[str, bool]]:
+        """(fragment, starts?) a person would search ``names`` for: a word the world's name patterns put
+        in them ("Port", "Reef", "polis": STARTS WITH where a pattern opens with it, else CONTAINS), or the
+        first two or three letters of a name ("Qu", "Bra"). Each one matches some names, not all. None for
+        serial keys ("Legion 07": nobody searches those by a fragment)."""
+        prop = self._props[label][self.keys[label]]
+        if prop.gen != "name":
+            return []
+        everyone = [row[prop.name] for row in self.graph.nodes[label] if isinstance(row.get(prop.name), str)]
+        found: dict[tuple[str, bool], None] = {}
+        for pattern in prop.patterns:
+            for i, piece in enumerate(pattern.split("{w}")):
+                for word in re.findall(r"[A-Za-z]+", piece):
+                    if len(word) >= 3 and word.lower() not in NAME_STOPWORDS:
+                        found[(word, i == 0 and pattern.startswith(word))] = None
+        for name in names:
+            for n in (2, 3):
+                if len(name) > n and name[:n].isalpha() and name[:n].lower() not in NAME_STOPWORDS:
+                    found[(name[:n], True)] = None
+        pattern_words = {w for w, _ in found if len(w) >= 3 and any(w in p for p in prop.patterns)}
+
+        def hits(fragment: str, start: bool, among: list[str]) -> int:
+            return sum(n.startswith(fragment) if start else fragment in n for n in among)
+        out = []
+        for fragment, start in found:
+            # a beginning that is only part of a pattern word ("Lo" of "Lower") is not how people search
+            partial = start and fragment not in pattern_words and any(w.startswith(fragment) and w != fragment
+                                                                      for w in pattern_words)
+            # it splits the set, and matches names outside it too (else the set would not matter)
+            inside = hits(fragment, start, names)
+            if 0 < inside < len(names) and hits(fragment, start, everyone) > inside and not partial:
+                out.append((fragment, start))
+        return out
+
+    def _name_match(self, base: chain.EntitySet, members: list[dict], slots: dict, rng: random.Random):
+        """"The ones whose name starts with Qu", "those with 'Reef' in their name"."""
+        label, key = base.label, self.keys[base.label]
+        if key in base.filtered_props:
+            return None
+        options = self.name_fragments(label, [m[key] for m in members if isinstance(m.get(key), str)])
+        if not options:
+            return None
+        fragment, start = rng.choice(options)
+        slots.update(key=self.lex.prop(label, key), fragment=fragment)
+        return (chain.name_match(base.var, label, key, fragment, start),
+                "FILTER_NAME_STARTS" if start else "FILTER_NAME_CONTAINS")
+
+    def _linked(self, base: chain.EntitySet, members: list[dict], slots: dict, rng: random.Random):
+        """"Which of those provinces have at least one legion stationed in them?" / "... have no temples
+        in them": an existence subquery over a relationship some members have and some lack."""
+        links = list(self.links(base.label))
+        rng.shuffle(links)
+        for r, forward, other in links:
+            have = chain.linked(base.var, base.label, r.type, forward, other, True, r.symmetric)
+            res = self.run(chain.narrow(base, self.keys[base.label], [have]).cypher)
+            # the sides a user may ask for: each non-empty, and short enough to list (MAX_SET)
+            sides = [side for side, n in ((True, len(res.rows)), (False, len(members) - len(res.rows)))
+                     if 0 < n <= MAX_SET]
+            if res.error is None and 0 < len(res.rows) < len(members) and sides:
+                break
+        else:
+            return None
+        present = rng.choice(sides)
+        cond = have if present else chain.linked(base.var, base.label, r.type, forward, other, False, r.symmetric)
+        link = self.link_phrase(r, forward)
+        slots["has"] = (f"at least one {self.lex.noun(other, plural=False)} {link} them" if present
+                        else f"no {self.lex.noun(other)} {link} them")
+        return cond, "FILTER_LINKED"
+
+    def _correction(self, base: chain.EntitySet, prev_phen: str, rng: random.Random, slots: dict):
+        """Right after a filter on a value or a threshold, the user corrects it: "Actually, I meant arid,
+        not temperate." / "Make that more than 40, not 30." The gold re-derives the set that filter was
+        applied to with the corrected condition (chain.correct), and the turn takes the corrected turn's
+        label (slot ``corrects``). None when not drawn, or the last filter is not one a user corrects so
+        (a flag, a null test, a date, a rank, a variant) or no other value splits the set."""
+        if prev_phen not in FILTERS or base.parent is None or base.condition is None \
+                or base.clauses in self._corrections or rng.random() >= CORRECTION_RATE:
+            return None
+        label, var, parent = base.label, base.var, base.parent
+        texts = base.condition.text.split(" AND ")
+        if len(texts) != len(base.condition.key_values):
+            return None  # a null test, a neighbour test: nothing a user corrects by a value
+        parts = []  # (property, operator, old value) of each part of the last filter
+        for text, kv in zip(texts, base.condition.key_values):
+            m = re.fullmatch(re.escape(f"{var}.{chain.ident(kv.property)} ") + r"(=|>|<) .*", text)
+            if not m or kv.label != label:
+                return None
+            parts.append((kv.property, m.group(1), kv.value))
+        rebuilt = [chain.equals(var, label, p, v) if op == "=" else chain.compare(var, label, p, op == ">", v)
+                   for p, op, v in parts]
+        if [c.text for c in rebuilt] != texts:
+            return None  # not a plain value or threshold filter (a date, an either/or ...)
+        fixable = [i for i, (p, op, v) in enumerate(parts)
+                   if op == "=" and p in self.categorical(label) or op != "=" and p in self.numeric(label)]
+        if not fixable:
+            return None
+        i = rng.choice(fixable)
+        prop, op, old = parts[i]
+
+        def keeps(m: dict, j: int) -> bool:  # whether part j of the filter keeps member m
+            p, o, v = parts[j]
+            return m.get(p) is not None and (m[p] == v if o == "=" else m[p] > v if o == ">" else m[p] < v)
+        # the members the other part of a COMPOUND keeps: the corrected part must split those
+        pool = [m for m in self.members(parent) if all(keeps(m, j) for j in range(len(parts)) if j != i)]
+        if op == "=":
+            counts = Counter(m[prop] for m in pool if m.get(prop) is not None)
+            values = sorted(v for v, c in counts.items() if v != old and c < len(self.members(parent)))
+            if not values:
+                return None
+            new = rng.choice(values)
+            fixed = chain.equals(var, label, prop, new)
+            slots.update(prop=self.lex.prop(label, prop), family="CORRECT_VALUE")
+        else:
+            olds = [m[prop] for m in pool if m.get(prop) is not None]
+            new = self.threshold(olds, rng, year=is_year(prop))
+            # the corrected cut must move some member across it, else the answer would not change
+            if new is None or all((v > old) == (v > new) if op == ">" else (v < old) == (v < new) for v in olds):
+                return None
+            fixed = chain.compare(var, label, prop, op == ">", new)
+            slots.update(prop=self.agg_prop(label, prop), op="more than" if op == ">" else "less than",
+                         family="CORRECT_THRESHOLD")
+        slots.update(value=self.lex.value(new), old=self.lex.value(old), corrects=prev_phen)
+        conds = [*rebuilt[:i], fixed, *rebuilt[i + 1:]]
+        step = chain.correct(base, self.keys[label], conds)
+        self._corrections.add(step.new_set.clauses)
+        return step, slots, True, chain.narrow(self.universe(base), self.keys[label], conds)
 
     def _date_cut(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, slots: dict):
         """A THRESHOLD on a date, said by year: "founded before 1200", "surveyed in 1150 or later". The
@@ -662,6 +866,7 @@ class WorldBuilder:
         self._seen_queries: set[str] = set()
         self._used_phrases: set[str] = set()
         self._seen_sets: list[list] = []  # each listed result of the session, canonical rows
+        self._corrections = set()
         states: list[_State] = []  # the active set after each turn
         shift_at: int | None = None  # the last topic shift's turn index
         var_count = 0
@@ -727,6 +932,8 @@ class WorldBuilder:
         typed = self.type_names(step, slots, index, var)
         ambiguity = None
         family = slots.pop("family", phen)  # a variant's own wording (AGG_MIN, FILTER_FLAG ...)
+        corrects = slots.pop("corrects", None)  # a correction keeps the label of the turn it corrects
+        phen = corrects or phen
         ambiguous = self.ambiguous_family(phen, base_state.set.label, slots.pop("prop_name", None))
         if family == phen and ambiguous and rng.random() < AMBIGUITY_RATE:
             ambiguity = {"utterance": self.render(ambiguous, persona, slots, rng, index),
@@ -734,7 +941,9 @@ class WorldBuilder:
         text = self.render(family, persona, slots, rng, index)
         r = self.verify(step, listing=listing, universe_step=ustep)
         if phen in FILTERS + ("CONTRAST",):
-            size = len(self.members(base_state.set)) if phen != "CONTRAST" else None
+            # a correction filters the set the corrected turn filtered, not that turn's result
+            of = step.new_set.parent if corrects else base_state.set
+            size = len(self.members(of)) if phen != "CONTRAST" else None
             if not r.rows or (size is not None and len(r.rows) >= size):
                 raise GateFailure("strict_subset")
             if len(r.rows) == 1 and rng.random() >= ONE_ROW_FILTER_RATE:
@@ -808,7 +1017,7 @@ class WorldBuilder:
         if self.aggregable(label, "AGG_MAX") and links:
             ok.add("PIVOT")
         ok.update(p for p in chain.AGGREGATES if self.aggregable(label, p))
-        if cats or self.flags(label, s) or self.nullable(label, s):
+        if cats or self.flags(label, s) or self.nullable(label, s) or self.variant_filterable(label, s):
             ok.add("REFINE" if after_filter else "FILTER")
         if [p for p in numeric if p not in s.filtered_props] or self.dates(label, s):
             ok.add("THRESHOLD")

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 from benchmark.lexicon import Lexicon  # noqa: E402
 from benchmark.session import Session, Turn, read_sessions  # noqa: E402
 from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
-from benchmark.world_builder import LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
+from benchmark.world_builder import FILTERS, LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.world_builder import canonical_rows
 from benchmark.world_builder import MIN_AGGREGATED, MIN_COUNTED, ONE_ROW_FILTER_RATE  # noqa: E402
 from benchmark.chain import literal  # noqa: E402
@@ -242,11 +242,49 @@ def question_kinds(session: Session, turn) -> set[str]:
         kinds.add("boolean_condition")
     if "OPTIONAL MATCH" in c:
         kinds.add("optional_match")
+    kinds |= filter_variant_kinds(session, turn)
     return kinds
 
 
 NEW_KINDS = ("grouped_aggregation", "min", "top_k", "existence_null", "relationship_property", "two_hop_opening",
              "multi_column", "date_condition", "boolean_condition", "optional_match")
+
+
+# --- filter variants (issue 20) ---
+FILTER_VARIANT_KINDS = ("either_or", "string_match", "existence_subquery", "correction")
+NEW_KINDS += FILTER_VARIANT_KINDS
+_VARIANT_PATTERNS = {"either_or": re.compile(r"\.`?\w+`? IN \["),
+                     "string_match": re.compile(r"\.`?\w+`? (?:STARTS WITH|CONTAINS) '"),
+                     "existence_subquery": re.compile(r"\bEXISTS \{")}
+
+
+def filter_variant_kinds(session: Session, turn) -> set[str]:
+    """The filter variants a turn asks for itself: a condition its gold has more often than the gold it
+    builds on (a count over an either/or set does not ask it again); and a correction: a filter turn
+    on a filter turn of its own label that drops one of that turn's literals (it re-derives that turn's
+    base with another value, where a further filter keeps them all)."""
+    dep = session.turns[turn.depends_on] if turn.depends_on is not None else None
+    before = dep.gold_cypher if dep is not None else ""
+    kinds = {k for k, pat in _VARIANT_PATTERNS.items()
+             if len(pat.findall(turn.gold_cypher)) > len(pat.findall(before))}
+    if dep is not None and turn.phenomenon in FILTERS and dep.phenomenon == turn.phenomenon \
+            and any(kv not in turn.gold_key_values for kv in dep.gold_key_values):
+        kinds.add("correction")
+    return kinds
+
+
+def filter_variant_shares(sessions: list[Session]) -> dict:
+    """Each filter variant's share of all turns, overall and per world."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for s in sessions:
+        counts[s.world]["turns"] += len(s.turns)
+        for t in s.turns:
+            counts[s.world].update(filter_variant_kinds(s, t))
+    total = sum(counts.values(), Counter())
+
+    def shares(c: Counter) -> dict:
+        return {k: round(c[k] / c["turns"], 4) if c["turns"] else 0.0 for k in FILTER_VARIANT_KINDS}
+    return {"overall": shares(total), "per_world": {w: shares(counts[w]) for w in sorted(counts)}}
 
 
 def complexity(turn) -> dict:
@@ -689,6 +727,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
         "phenomena": dict(sorted(phen.items())),
         "five_word_openings": five_word_openings(turns),
         "kinds_per_world": kinds_per_world(sessions),
+        "filter_variants": filter_variant_shares(sessions),
         "complexity": gold_complexity(turns),
         "follow_up_is_previous_plus_one_clause": extends_previous_share(sessions),
         "single_row": single_row_shares(turns),
@@ -884,6 +923,11 @@ def render(report: dict) -> str:
         new = ", ".join(f"{k} {kinds.get(k, 0)}" for k in NEW_KINDS)
         out.append(f"  {w}: {new}")
     out += render_typed_names(report["typed_names"])
+    fv = report["filter_variants"]  # issue 20
+    out += ["", "filter variants, share of all turns (overall; per world):",
+            "  overall: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in fv["overall"].items())]
+    out += [f"  {w}: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in shares.items())
+            for w, shares in fv["per_world"].items()]
     out += ["", "examples:"]
     for k in ORDER:
         for e in report["examples"].get(k, [])[:2]:

@@ -106,6 +106,9 @@ def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, st
         slots["back"] = f"Going back to the {lex.noun(start)} from before"
     elif rng.random() < 0.5:
         slots["back"] = ""
+    # --- filter variants (issue 20) ---
+    slots.update(key=lex.prop(start, spec.node(start).key), fragment=rng.choice(["Qu", "Port", "Reef", "polis"]),
+                 old=lex.value(rng.choice(observed)))
     return slots
 
 
@@ -193,7 +196,9 @@ def test_values_are_verbatim():
 
 def test_families_and_personas_are_covered():
     assert set(FAMILIES) == set(SLOTS) == set(_CORES)
-    assert len(FAMILIES) == 35  # THRESHOLD_AMBIGUOUS_SIZE: "the big ones" only of a size (issue 20)
+    # issue 20: THRESHOLD_AMBIGUOUS_SIZE ("the big ones" only of a size); six families of filter variants
+    # and corrections
+    assert len(FAMILIES) == 34 + 1 + 6
     assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
     assert set(_WRAPPERS) == set(PERSONAS)
     for family, registers in _CORES.items():
