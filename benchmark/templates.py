@@ -105,6 +105,13 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "AGG_AVG_AMBIGUOUS": ("set_noun", "prop"),
     "AGG_SUM_AMBIGUOUS": ("set_noun", "prop"),
     "THRESHOLD_AMBIGUOUS": ("set_noun", "prop", "op", "value"),
+    # --- aggregate variants (issue 20) ---
+    "AGG_ANY": ("set_noun", "set_noun_singular", "which"),
+    "AGG_ALL": ("set_noun", "set_noun_singular", "which"),
+    "AGG_PERCENT": ("set_noun", "which"),
+    "AGG_COUNT_COMPARE": ("set_noun", "op", "value"),
+    "AGG_FIGURE_COMPARE": ("set_noun", "stat", "prop", "op", "value"),
+    "AGG_BY_GROUP": ("set_noun", "stat", "prop", "group"),
 }
 
 FAMILIES: tuple[str, ...] = tuple(SLOTS)

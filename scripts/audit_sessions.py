@@ -235,11 +235,46 @@ def question_kinds(session: Session, turn) -> set[str]:
         kinds.add("boolean_condition")
     if "OPTIONAL MATCH" in c:
         kinds.add("optional_match")
-    return kinds
+    return kinds | aggregate_variant_kinds(turn)
 
 
 NEW_KINDS = ("grouped_aggregation", "min", "top_k", "existence_null", "relationship_property", "two_hop_opening",
              "multi_column", "date_condition", "boolean_condition", "optional_match")
+
+
+# --- aggregate variants (issue 20) ---
+# comparisons with the user's number, yes/no questions over the members, percentages and per-group sums
+# or means (benchmark.chain's variants), read off the final RETURN; a yes/no's any() / all() over the
+# members is a count (AGG_COUNT) for the label check
+AGGREGATE_VARIANT_KINDS = ("comparison", "yes_no", "percentage", "per_group_sum_avg")
+_YES_NO = re.compile(r"\b(any|all)\(\w+ IN collect\(")
+AGGREGATE_OF["AGG_COUNT"] = AGGREGATE_OF["AGG_COUNT"] | {"any", "all"}
+
+
+def aggregate_variant_kinds(turn) -> set[str]:
+    ret = turn.gold_cypher[turn.gold_cypher.rfind("RETURN"):]
+    kinds = set()
+    if re.search(r"\b(?:count|sum|avg|max|min)\([^()]*\) [<>] -?[\d.]+ AS ", ret):
+        kinds.add("comparison")
+    if _YES_NO.search(ret):
+        kinds.add("yes_no")
+    if re.search(r"\b100\.0 \* count\(CASE WHEN ", ret):
+        kinds.add("percentage")
+    if re.match(r"RETURN \w+\.`?\w+`? AS `?\w+`?, (?:sum|avg)\(", ret):
+        kinds.add("per_group_sum_avg")
+    return kinds
+
+
+def render_variant_shares(per_world: dict) -> list[str]:
+    """Each variant kind's share of all turns, overall and per world (a world's turns: its phenomena)."""
+    totals = {w: sum(v for k, v in kinds.items() if k.isupper()) for w, kinds in per_world.items()}  # phenomena
+    n = sum(totals.values()) or 1
+    out = ["", "aggregate variants, share of all turns (issue 20):"]
+    for k in AGGREGATE_VARIANT_KINDS:
+        overall = sum(kinds.get(k, 0) for kinds in per_world.values())
+        worlds = ", ".join(f"{w} {kinds.get(k, 0) / (totals[w] or 1) * 100:.1f}%" for w, kinds in per_world.items())
+        out.append(f"  {k}: {overall / n * 100:.2f}% ({overall}); {worlds}")
+    return out
 
 
 def complexity(turn) -> dict:
@@ -397,6 +432,7 @@ def check_aggregate_label_mismatch(v: TurnView, hit: Hit) -> None:
     t = v.turn
     if t.phenomenon in AGGREGATE_OF:
         fns = {f.lower() for f in _AGG_FN.findall(t.gold_cypher[t.gold_cypher.rfind("RETURN"):])}
+        fns |= {q.lower() for q in _YES_NO.findall(t.gold_cypher[t.gold_cypher.rfind("RETURN"):])}
         hit("aggregate_label_mismatch", not AGGREGATE_OF[t.phenomenon] & fns,
             f"{v.tag} [{t.phenomenon}: {', '.join(sorted(fns))}]")
 
@@ -655,6 +691,7 @@ def render(report: dict) -> str:
     for w, kinds in report["kinds_per_world"].items():
         new = ", ".join(f"{k} {kinds.get(k, 0)}" for k in NEW_KINDS)
         out.append(f"  {w}: {new}")
+    out += render_variant_shares(report["kinds_per_world"])
     out += ["", "examples:"]
     for k in ORDER:
         for e in report["examples"].get(k, [])[:2]:
