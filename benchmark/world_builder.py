@@ -818,19 +818,19 @@ class WorldBuilder:
             return None
         tests = self._member_tests(base, members)
         answer = rng.random() < 0.5
-        quantifiers = ["any", "all"]
-        rng.shuffle(quantifiers)
-        for yes in (answer, not answer):  # the other answer only when no test gives the drawn one
-            for q in quantifiers:
-                fits = [t for t in tests if (any(t[4]) if q == "any" else all(t[4])) == yes]
-                if fits:
-                    kind = rng.choice(sorted({t[0] for t in fits}))  # a flag, a null test or a value
-                    _, cond, prop, words, _ = rng.choice([t for t in fits if t[0] == kind])
-                    self._depends_on_figure(chain.percentage(base, cond, prop),
-                                            chain.percentage(self.universe(base), cond, prop))
-                    slots.update(which=words, family="AGG_ANY" if q == "any" else "AGG_ALL")
-                    return chain.any_or_all(base, q, cond, prop), slots, False, None
-        return None
+        fits = {(q, yes): [t for t in tests if (any(t[4]) if q == "any" else all(t[4])) == yes]
+                for q in ("any", "all") for yes in (True, False)}
+        # only a form this set could answer either way, so that neither form gives its answer away ("all"
+        # is mostly no, "any" mostly yes, over the sets where only one answer fits)
+        forms = [q for q in ("any", "all") if fits[(q, True)] and fits[(q, False)]]
+        if not forms:
+            return None
+        q = rng.choice(forms)
+        kind = rng.choice(sorted({t[0] for t in fits[(q, answer)]}))  # a flag, a null test or a value
+        _, cond, prop, words, _ = rng.choice([t for t in fits[(q, answer)] if t[0] == kind])
+        self._depends_on_figure(chain.percentage(base, cond, prop), chain.percentage(self.universe(base), cond, prop))
+        slots.update(which=words, family="AGG_ANY" if q == "any" else "AGG_ALL")
+        return chain.any_or_all(base, q, cond, prop), slots, False, None
 
     def _percentage(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, slots: dict):
         """"What percentage of those provinces are ones whose climate is arid?" (some members pass, some not)."""
@@ -865,10 +865,8 @@ class WorldBuilder:
         greater, yes = rng.random() < 0.5, rng.random() < 0.5
         below = greater == yes  # "more than t?" is yes when t is below the figure
         t = near_round(value, below, whole)
-        if t is None:
-            t, below = near_round(value, not below, whole), not below
-        if t is None:
-            raise GateFailure("round_threshold", f"no round number near {value}")
+        if t is None:  # never the other side instead (the drawn answer stays as likely as the other)
+            return None
         self._depends_on_figure(step, chain.figure(self.universe(base), fn, prop))
         if prop is None:
             slots.update(op="more than" if greater else "fewer than", value=self.lex.value(t), family="AGG_COUNT_COMPARE")
@@ -942,7 +940,7 @@ def persona_plan(n: int, rng: random.Random) -> list[str]:
 # --- aggregate variants (issue 20) ---
 # of AGG_COUNT turns: a yes/no question, a percentage, a count compared with a number; of AGG_MAX /
 # AGG_AVG / AGG_SUM turns: the figure compared with a number, (sum and mean) one figure per group
-VARIANT_RATES = {"yes_no": 0.25, "percentage": 0.25, "count_compare": 0.07, "figure_compare": 0.12, "per_group": 0.3}
+VARIANT_RATES = {"yes_no": 0.3, "percentage": 0.28, "count_compare": 0.05, "figure_compare": 0.12, "per_group": 0.5}
 # AGG_COUNT now carries three more kinds: proposed half as often again (6 -> 9), so that its own count
 # kinds (per member, per value, plain) keep most of their turns
 WEIGHTS["AGG_COUNT"] = 9
