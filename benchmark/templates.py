@@ -106,8 +106,8 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "AGG_SUM_AMBIGUOUS": ("set_noun", "prop"),
     "THRESHOLD_AMBIGUOUS": ("set_noun", "prop", "op", "value"),
     # --- aggregate variants (issue 20) ---
-    "AGG_ANY": ("set_noun", "set_noun_singular", "which"),
-    "AGG_ALL": ("set_noun", "set_noun_singular", "which"),
+    "AGG_ANY": ("set_noun", "which"),
+    "AGG_ALL": ("set_noun", "which"),
     "AGG_PERCENT": ("set_noun", "which"),
     "AGG_COUNT_COMPARE": ("set_noun", "op", "value"),
     "AGG_FIGURE_COMPARE": ("set_noun", "stat", "prop", "op", "value"),

@@ -940,10 +940,10 @@ def persona_plan(n: int, rng: random.Random) -> list[str]:
 # --- aggregate variants (issue 20) ---
 # of AGG_COUNT turns: a yes/no question, a percentage, a count compared with a number; of AGG_MAX /
 # AGG_AVG / AGG_SUM turns: the figure compared with a number, (sum and mean) one figure per group
-VARIANT_RATES = {"yes_no": 0.3, "percentage": 0.28, "count_compare": 0.05, "figure_compare": 0.12, "per_group": 0.5}
-# AGG_COUNT now carries three more kinds: proposed half as often again (6 -> 9), so that its own count
-# kinds (per member, per value, plain) keep most of their turns
-WEIGHTS["AGG_COUNT"] = 9
+VARIANT_RATES = {"yes_no": 0.38, "percentage": 0.22, "count_compare": 0.04, "figure_compare": 0.09, "per_group": 0.4}
+# AGG_COUNT now carries three more kinds (a yes/no fits only half the sets it is drawn on): proposed
+# 10/6 as often, so that its own count kinds (per member, per value, plain) keep most of their turns
+WEIGHTS["AGG_COUNT"] = 10
 
 
 def near_round(value: float, below: bool, whole: bool) -> Any | None:
