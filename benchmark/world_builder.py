@@ -940,7 +940,7 @@ def persona_plan(n: int, rng: random.Random) -> list[str]:
 # --- aggregate variants (issue 20) ---
 # of AGG_COUNT turns: a yes/no question, a percentage, a count compared with a number; of AGG_MAX /
 # AGG_AVG / AGG_SUM turns: the figure compared with a number, (sum and mean) one figure per group
-VARIANT_RATES = {"yes_no": 0.38, "percentage": 0.22, "count_compare": 0.04, "figure_compare": 0.09, "per_group": 0.4}
+VARIANT_RATES = {"yes_no": 0.42, "percentage": 0.3, "count_compare": 0.03, "figure_compare": 0.08, "per_group": 0.4}
 # AGG_COUNT now carries three more kinds (a yes/no fits only half the sets it is drawn on): proposed
 # 10/6 as often, so that its own count kinds (per member, per value, plain) keep most of their turns
 WEIGHTS["AGG_COUNT"] = 10
