@@ -252,6 +252,8 @@ AGGREGATE_OF["AGG_COUNT"] = AGGREGATE_OF["AGG_COUNT"] | {"any", "all"}
 
 
 def aggregate_variant_kinds(turn) -> set[str]:
+    """The variant kinds a gold exercises (``count(n) > 10 AS count_above``, ``any(x IN collect(n) ...)``,
+    ``100.0 * count(CASE WHEN ...) / count(n)``, ``RETURN n.g AS g, sum(n.p) AS sum_p``)."""
     ret = turn.gold_cypher[turn.gold_cypher.rfind("RETURN"):]
     kinds = set()
     if re.search(r"\b(?:count|sum|avg|max|min)\([^()]*\) [<>] -?[\d.]+ AS ", ret):
