@@ -114,6 +114,13 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "FILTER_LINKED": ("set_noun", "has"),  # "at least one legion stationed in them"
     "CORRECT_VALUE": ("prop", "value", "old"),  # "Actually, I meant arid, not temperate."
     "CORRECT_THRESHOLD": ("prop", "op", "value", "old"),  # "... more than 40, not 30."
+    # --- aggregate variants (issue 20) ---
+    "AGG_ANY": ("set_noun", "which"),
+    "AGG_ALL": ("set_noun", "which"),
+    "AGG_PERCENT": ("set_noun", "which"),
+    "AGG_COUNT_COMPARE": ("set_noun", "op", "value"),
+    "AGG_FIGURE_COMPARE": ("set_noun", "stat", "prop", "op", "value"),
+    "AGG_BY_GROUP": ("set_noun", "stat", "prop", "group"),
 }
 
 FAMILIES: tuple[str, ...] = tuple(SLOTS)

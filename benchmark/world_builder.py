@@ -428,6 +428,10 @@ class WorldBuilder:
     def _chain_count(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, var: str,
                      slots: dict):
         """AGG_COUNT: a count per member (zero included), a count per value of a property, or one count."""
+        # issue 20: yes/no, percentage, comparison; not over a list of one or two (trivial_aggregate)
+        variant = self._count_variant(base, uni, rng, slots) if len(self.members(base)) >= MIN_COUNTED else None
+        if variant is not None:
+            return variant
         if rng.random() < PER_MEMBER_RATE:
             each = self._count_each(base, rng, var, slots)
             if each is not None:
@@ -452,6 +456,9 @@ class WorldBuilder:
         members = self.members(base)
         if len(members) < MIN_AGGREGATED:  # the extreme or the mean of one value is that value
             raise GateFailure("trivial_aggregate", f"{phen} over {len(members)} members")
+        variant = self._aggregate_variant(phen, base, uni, rng, slots)  # issue 20: comparison, per group
+        if variant is not None:
+            return variant
         if base.edge is not None and base.origin and rng.random() < EDGE_AGG_RATE:
             # at least one relationship per member: MIN_AGGREGATED members give as many values
             edge = self._chain_aggregate_edges(phen, base, rng, slots)
@@ -1041,6 +1048,151 @@ class WorldBuilder:
                     gold_key_values=[kv.to_dict() for kv in step.key_values], gold_triples=list(step.triples))
 
 
+    # --- aggregate variants (issue 20) ---
+    # Comparisons ("Are there more than 10 of those?"), yes/no questions ("Is any of them marked as
+    # protected?"), percentages and per-group sums / means: variants of the paper's AGG_* phenomena,
+    # proposed by _chain_count and _chain_aggregate at their own rates (VARIANT_RATES). The answer of a
+    # yes/no or a comparison is chosen first (yes or no at even odds) and the question made to fit it.
+    def _count_variant(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, slots: dict):
+        """AGG_COUNT as a yes/no question, a percentage or a count compared with a number; None: none
+        drawn (or none fits the set), the plain count kinds follow."""
+        r = rng.random()
+        if r < VARIANT_RATES["yes_no"]:
+            return self._yes_no(base, rng, slots)
+        r -= VARIANT_RATES["yes_no"]
+        if r < VARIANT_RATES["percentage"]:
+            return self._percentage(base, uni, rng, slots)
+        r -= VARIANT_RATES["percentage"]
+        if r < VARIANT_RATES["count_compare"]:
+            return self._compare(None, base, rng, slots)
+        return None
+
+    def _aggregate_variant(self, phen: str, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random,
+                           slots: dict):
+        """AGG_MAX / AGG_AVG / AGG_SUM as a figure compared with a number, or (sum, mean) one figure per
+        group of the set; None: none drawn or none fits."""
+        r = rng.random()
+        if r < VARIANT_RATES["figure_compare"]:
+            return self._compare(phen, base, rng, slots)
+        r -= VARIANT_RATES["figure_compare"]
+        if phen in ("AGG_SUM", "AGG_AVG") and r < VARIANT_RATES["per_group"]:
+            return self._per_group(phen, base, uni, rng, slots)
+        return None
+
+    def _member_tests(self, base: chain.EntitySet, members: list[dict]) -> list[tuple]:
+        """What a yes/no question or a percentage may test of each member, as (kind, condition, property,
+        words after a noun, the test's result on each member); a test that is null on some member (a
+        flag left unset) is left out: its answer would be neither yes nor no."""
+        label, var = base.label, base.var
+        out = []
+        for prop in self.flags(label, base):
+            for value in (True, False):
+                results = [None if m.get(prop) is None else m[prop] == value for m in members]
+                out.append(("flag", chain.equals(var, label, prop, value), prop,
+                            ("" if value else "not ") + f"marked as {self.lex.prop(label, prop)}", results))
+        for prop in self.nullable(label, base):
+            for present in (True, False):
+                out.append(("exists", chain.exists(var, prop, present), prop,
+                            ("with a recorded " if present else "with no recorded ") + self.lex.prop(label, prop),
+                            [(m.get(prop) is not None) == present for m in members]))
+        for prop in [p for p in self.categorical(label) if p not in base.filtered_props]:
+            for value in sorted({row[prop] for row in self.graph.nodes[label] if row.get(prop) is not None}):
+                results = [None if m.get(prop) is None else m[prop] == value for m in members]
+                out.append(("value", chain.equals(var, label, prop, value), prop,
+                            f"whose {self.lex.prop(label, prop)} is {self.lex.value(value)}", results))
+        return [t for t in out if None not in t[4]]
+
+    def _depends_on_figure(self, step: chain.Step, universe_step: chain.Step) -> None:
+        """The depends gate of a yes/no answer: the figure it is decided on (a count, a mean, a share)
+        differs over every node of the label (the booleans themselves agree half the time)."""
+        mine, everyone = self.run(step.cypher), self.run(universe_step.cypher)
+        if mine.error is not None or everyone.error is not None:
+            raise GateFailure("executes", (mine.error or everyone.error).message)
+        if canonical_rows(mine.rows) == canonical_rows(everyone.rows):
+            raise GateFailure("depends", "the figure is the same over every node of the label")
+
+    def _yes_no(self, base: chain.EntitySet, rng: random.Random, slots: dict):
+        """"Is any of those marked as protected?", "Are they all provinces whose climate is arid?"."""
+        members = self.members(base)
+        if len(members) < 2:
+            return None
+        tests = self._member_tests(base, members)
+        answer = rng.random() < 0.5
+        fits = {(q, yes): [t for t in tests if (any(t[4]) if q == "any" else all(t[4])) == yes]
+                for q in ("any", "all") for yes in (True, False)}
+        # only a form this set could answer either way, so that neither form gives its answer away ("all"
+        # is mostly no, "any" mostly yes, over the sets where only one answer fits)
+        forms = [q for q in ("any", "all") if fits[(q, True)] and fits[(q, False)]]
+        if not forms:
+            return None
+        q = rng.choice(forms)
+        kind = rng.choice(sorted({t[0] for t in fits[(q, answer)]}))  # a flag, a null test or a value
+        _, cond, prop, words, _ = rng.choice([t for t in fits[(q, answer)] if t[0] == kind])
+        self._depends_on_figure(chain.percentage(base, cond, prop), chain.percentage(self.universe(base), cond, prop))
+        slots.update(which=words, family="AGG_ANY" if q == "any" else "AGG_ALL")
+        return chain.any_or_all(base, q, cond, prop), slots, False, None
+
+    def _percentage(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, slots: dict):
+        """"What percentage of those provinces are ones whose climate is arid?" (some members pass, some not)."""
+        members = self.members(base)
+        tests = [t for t in self._member_tests(base, members) if any(t[4]) and not all(t[4])]
+        if not tests:
+            return None
+        kind = rng.choice(sorted({t[0] for t in tests}))
+        _, cond, prop, words, _ = rng.choice([t for t in tests if t[0] == kind])
+        slots.update(which=words, family="AGG_PERCENT")
+        return chain.percentage(base, cond, prop), slots, False, chain.percentage(uni, cond, prop)
+
+    def _compare(self, phen: str | None, base: chain.EntitySet, rng: random.Random, slots: dict):
+        """"Are there more than 10 of those?" (``phen`` None: the count) or "Is their average age above
+        40?": the user's number is the roundest one near the figure on the side the drawn answer needs."""
+        label = base.label
+        prop, fn = None, "count"
+        if phen is not None:
+            props = [p for p in self.aggregable(label, phen) if any(m.get(p) is not None for m in self.members(base))]
+            if not props:
+                return None
+            prop = rng.choice(props)
+            fn = chain.AGGREGATES[phen]
+            if fn == "max" and rng.random() < MIN_RATE:
+                fn = "min"
+        step = chain.figure(base, fn, prop)
+        res = self.run(step.cypher)
+        if res.error is not None or not res.rows or not isinstance(res.rows[0][0], (int, float)):
+            raise GateFailure("non_empty", "no figure to compare")
+        value = res.rows[0][0]
+        whole = prop is None or self._props[label][prop].type == "int" and fn != "avg"
+        greater, yes = rng.random() < 0.5, rng.random() < 0.5
+        below = greater == yes  # "more than t?" is yes when t is below the figure
+        t = near_round(value, below, whole)
+        if t is None:  # never the other side instead (the drawn answer stays as likely as the other)
+            return None
+        self._depends_on_figure(step, chain.figure(self.universe(base), fn, prop))
+        if prop is None:
+            slots.update(op="more than" if greater else "fewer than", value=self.lex.value(t), family="AGG_COUNT_COMPARE")
+        else:
+            slots.update(op="above" if greater else "below", value=self.lex.value(t), stat=STAT_WORDS[fn],
+                         prop=self.agg_prop(label, prop), family="AGG_FIGURE_COMPARE")
+        return chain.compare_figure(base, fn, prop, greater, t), slots, False, None
+
+    def _per_group(self, phen: str, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, slots: dict):
+        """"What's the total treasury of those emperors per dynasty?": one row per value of a categorical
+        property that splits the set (never one it was filtered on), each group with a value to add up."""
+        label = base.label
+        members = self.members(base)
+        groups = [p for p in self.categorical(label) if not self._props[label][p].null_rate
+                  and p not in base.filtered_props and len({m.get(p) for m in members}) >= 2]
+        props = self.aggregable(label, phen)
+        pairs = [(g, p) for g in groups for p in props
+                 if all(any(m.get(p) is not None for m in members if m.get(g) == v) for v in {m.get(g) for m in members})]
+        if not pairs:
+            return None
+        group, prop = rng.choice(pairs)
+        fn = chain.AGGREGATES[phen]
+        slots.update(stat=STAT_WORDS[fn], prop=self.agg_prop(label, prop), group=self.lex.prop(label, group),
+                     family="AGG_BY_GROUP")
+        return chain.aggregate_by(base, fn, prop, group), slots, False, chain.aggregate_by(uni, fn, prop, group)
+
 def is_year(prop: str) -> bool:
     """Whether a property holds a calendar year ("founded_year", "since_year"; never a duration such as
     "age_years" or a rate such as "tonnes_per_year"): a year is said exactly, not rounded."""
@@ -1083,3 +1235,26 @@ def persona_plan(n: int, rng: random.Random) -> list[str]:
     plan = [PERSONAS[i % len(PERSONAS)] for i in range(n)]
     rng.shuffle(plan)
     return plan
+
+
+# --- aggregate variants (issue 20) ---
+# of AGG_COUNT turns: a yes/no question, a percentage, a count compared with a number; of AGG_MAX /
+# AGG_AVG / AGG_SUM turns: the figure compared with a number, (sum and mean) one figure per group
+VARIANT_RATES = {"yes_no": 0.42, "percentage": 0.3, "count_compare": 0.03, "figure_compare": 0.08, "per_group": 0.4}
+# AGG_COUNT now carries three more kinds (a yes/no fits only half the sets it is drawn on): proposed
+# 10/6 as often, so that its own count kinds (per member, per value, plain) keep most of their turns
+WEIGHTS["AGG_COUNT"] = 10
+
+
+def near_round(value: float, below: bool, whole: bool) -> Any | None:
+    """The roundest number near ``value`` (within 15%, else 30%, else 50%), strictly below it or above it:
+    a number a user would compare a figure with ("more than 10?", "above 40?"); a whole one (at least
+    2) for a count or a total of whole things; None when none is round."""
+    if value <= 0:
+        return None
+    for f in (0.15, 0.3, 0.5):
+        lo, hi = (value * (1 - f), value) if below else (value, value * (1 + f))
+        t = round_between(lo, hi)
+        if t is not None and (not whole or isinstance(t, int) and t >= 2):
+            return t
+    return None

@@ -32,7 +32,10 @@ that turn is taken as the answer."""
 # the column-naming rule every gold follows (benchmark.chain.column_rule_violations checks it)
 COLUMN_RULE = ("Name every returned column after what it holds: a property under its own name "
                "(`p.title AS title`), an aggregate as function_property (`avg_price`, `sum_budget`) and a "
-               "count of entities as `count`.")
+               "count of entities as `count`. A yes/no answer is a boolean named after its test (`any_protected`, "
+               "`all_climate`: whether any / all of them pass a test on that property; `count_above`, "
+               "`avg_age_below`: a figure compared with a number) and a percentage of them is `pct_` plus the "
+               "property tested (`pct_climate`, unrounded).")
 EFFICIENCY = "Prefer to submit your answer efficiently: spend actions only when they help."
 ENCOURAGE = ("Use the budget fully: verify your query with EXECUTE_CYPHER and look up exact values with "
              "SEARCH_VALUES before you submit; there is plenty of budget for that.")

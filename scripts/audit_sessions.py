@@ -243,7 +243,7 @@ def question_kinds(session: Session, turn) -> set[str]:
     if "OPTIONAL MATCH" in c:
         kinds.add("optional_match")
     kinds |= filter_variant_kinds(session, turn)
-    return kinds
+    return kinds | aggregate_variant_kinds(turn)
 
 
 NEW_KINDS = ("grouped_aggregation", "min", "top_k", "existence_null", "relationship_property", "two_hop_opening",
@@ -285,6 +285,41 @@ def filter_variant_shares(sessions: list[Session]) -> dict:
     def shares(c: Counter) -> dict:
         return {k: round(c[k] / c["turns"], 4) if c["turns"] else 0.0 for k in FILTER_VARIANT_KINDS}
     return {"overall": shares(total), "per_world": {w: shares(counts[w]) for w in sorted(counts)}}
+# --- aggregate variants (issue 20) ---
+# comparisons with the user's number, yes/no questions over the members, percentages and per-group sums
+# or means (benchmark.chain's variants), read off the final RETURN; a yes/no's any() / all() over the
+# members is a count (AGG_COUNT) for the label check
+AGGREGATE_VARIANT_KINDS = ("comparison", "yes_no", "percentage", "per_group_sum_avg")
+_YES_NO = re.compile(r"\b(any|all)\(\w+ IN collect\(")
+AGGREGATE_OF["AGG_COUNT"] = AGGREGATE_OF["AGG_COUNT"] | {"any", "all"}
+
+
+def aggregate_variant_kinds(turn) -> set[str]:
+    """The variant kinds a gold exercises (``count(n) > 10 AS count_above``, ``any(x IN collect(n) ...)``,
+    ``100.0 * count(CASE WHEN ...) / count(n)``, ``RETURN n.g AS g, sum(n.p) AS sum_p``)."""
+    ret = turn.gold_cypher[turn.gold_cypher.rfind("RETURN"):]
+    kinds = set()
+    if re.search(r"\b(?:count|sum|avg|max|min)\([^()]*\) [<>] -?[\d.]+ AS ", ret):
+        kinds.add("comparison")
+    if _YES_NO.search(ret):
+        kinds.add("yes_no")
+    if re.search(r"\b100\.0 \* count\(CASE WHEN ", ret):
+        kinds.add("percentage")
+    if re.match(r"RETURN \w+\.`?\w+`? AS `?\w+`?, (?:sum|avg)\(", ret):
+        kinds.add("per_group_sum_avg")
+    return kinds
+
+
+def render_variant_shares(per_world: dict) -> list[str]:
+    """Each variant kind's share of all turns, overall and per world (a world's turns: its phenomena)."""
+    totals = {w: sum(v for k, v in kinds.items() if k.isupper()) for w, kinds in per_world.items()}  # phenomena
+    n = sum(totals.values()) or 1
+    out = ["", "aggregate variants, share of all turns (issue 20):"]
+    for k in AGGREGATE_VARIANT_KINDS:
+        overall = sum(kinds.get(k, 0) for kinds in per_world.values())
+        worlds = ", ".join(f"{w} {kinds.get(k, 0) / (totals[w] or 1) * 100:.1f}%" for w, kinds in per_world.items())
+        out.append(f"  {k}: {overall / n * 100:.2f}% ({overall}); {worlds}")
+    return out
 
 
 def complexity(turn) -> dict:
@@ -442,6 +477,7 @@ def check_aggregate_label_mismatch(v: TurnView, hit: Hit) -> None:
     t = v.turn
     if t.phenomenon in AGGREGATE_OF:
         fns = {f.lower() for f in _AGG_FN.findall(t.gold_cypher[t.gold_cypher.rfind("RETURN"):])}
+        fns |= {q.lower() for q in _YES_NO.findall(t.gold_cypher[t.gold_cypher.rfind("RETURN"):])}
         hit("aggregate_label_mismatch", not AGGREGATE_OF[t.phenomenon] & fns,
             f"{v.tag} [{t.phenomenon}: {', '.join(sorted(fns))}]")
 
@@ -771,14 +807,17 @@ def _source_rows(v: TurnView) -> int | None:
 def check_count_over_small_set(v: TurnView, hit: Hit) -> None:
     """A count asked over a list that just showed one item ("How many shelves?" -> 1), or over fewer than
     MIN_COUNTED members (a count per value: fewer than two values, or fewer than MIN_COUNTED members in
-    all; a count per member: one member). The generator's ``trivial_aggregate`` gate keeps them out."""
+    all; a count per member: one member; a yes/no, percentage or comparison: fewer than MIN_COUNTED
+    members listed). The generator's ``trivial_aggregate`` gate keeps them out."""
     t = v.turn
     if t.phenomenon != "AGG_COUNT":
         return
     listed = _source_rows(v)
     hit("count_after_one_item_list", listed == 1, v.tag)
     counts = [r[-1] for r in t.gold_rows]
-    if t.gold_columns == ["count"]:
+    if aggregate_variant_kinds(t):  # a yes/no, percentage or comparison over the members: one row
+        small = listed is not None and listed < MIN_COUNTED
+    elif t.gold_columns == ["count"]:
         small = counts[0] < MIN_COUNTED
     elif "OPTIONAL MATCH" in t.gold_cypher:  # one row per member
         small = len(t.gold_rows) < 2
@@ -928,6 +967,7 @@ def render(report: dict) -> str:
             "  overall: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in fv["overall"].items())]
     out += [f"  {w}: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in shares.items())
             for w, shares in fv["per_world"].items()]
+    out += render_variant_shares(report["kinds_per_world"])
     out += ["", "examples:"]
     for k in ORDER:
         for e in report["examples"].get(k, [])[:2]:

@@ -102,6 +102,10 @@ def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, st
         "prev_noun": lex.noun(start),
         "stat": rng.choice(["highest", "lowest", "average", "total"]),
     }
+    # issue 20 (aggregate variants): what a yes/no question or a percentage tests, after a noun
+    which = rng.choice(["marked as ", "with a recorded ", "whose "])
+    slots["which"] = which + lex.prop(cat_label, cat_prop.name) + (
+        " is " + lex.value(rng.choice(cat_prop.values)) if which == "whose " else "")
     if rng.random() < 0.3:
         slots["back"] = f"Going back to the {lex.noun(start)} from before"
     elif rng.random() < 0.5:
@@ -197,8 +201,8 @@ def test_values_are_verbatim():
 def test_families_and_personas_are_covered():
     assert set(FAMILIES) == set(SLOTS) == set(_CORES)
     # issue 20: THRESHOLD_AMBIGUOUS_SIZE ("the big ones" only of a size); six families of filter variants
-    # and corrections
-    assert len(FAMILIES) == 34 + 1 + 6
+    # and corrections; six aggregate variants (AGG_ANY ... AGG_BY_GROUP)
+    assert len(FAMILIES) == 34 + 1 + 6 + 6
     assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
     assert set(_WRAPPERS) == set(PERSONAS)
     for family, registers in _CORES.items():
