@@ -79,7 +79,7 @@ MAX_PER_MEMBER = 30  # largest set a per-member count is asked over (one row per
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
 # --- date ranges, sorted lists, swaps (issue 20) ---
-RANGE_RATE = 0.6  # of AGG_COUNT turns on a set with a date or year: a count over a range of years
+RANGE_RATE = 0.8  # of AGG_COUNT turns on a set with a date or year: a count over a range of years
 # ... of AGG_SUM / AGG_AVG turns: lower, these keep their ambiguous wordings (the 5-10% of ambiguous turns)
 RANGE_NUMERIC_RATE = 0.25
 SORTED_RATE = 0.5  # of EXPAND turns: the new set listed in the order of one of its properties

@@ -102,6 +102,13 @@ def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, st
         "prev_noun": lex.noun(start),
         "stat": rng.choice(["highest", "lowest", "average", "total"]),
     }
+    # --- date ranges, sorted lists, swaps (issue 20) --- (own rng: the draws above stay as they were)
+    extra = random.Random(f"{world_name}/{family}/{anchor_name}")
+    dated = [(n.label, p.name) for n in spec.nodes for p in n.properties if p.type == "date"]
+    slots["date_prop"] = lex.prop(*extra.choice(dated))
+    slots["order"] = extra.choice(["highest first", "lowest first", "earliest first", "most recent first"])
+    slots["when"] = slots["when"] if family != "AGG_COUNT_RANGE" and family != "AGG_RANGE" else extra.choice(
+        ["between 1200 and 1300", "in the 1400s", "in the 1850s"])
     if rng.random() < 0.3:
         slots["back"] = f"Going back to the {lex.noun(start)} from before"
     elif rng.random() < 0.5:
@@ -193,7 +200,7 @@ def test_values_are_verbatim():
 
 def test_families_and_personas_are_covered():
     assert set(FAMILIES) == set(SLOTS) == set(_CORES)
-    assert len(FAMILIES) == 34
+    assert len(FAMILIES) == 38  # 34, and four of issue 20: AGG_COUNT_RANGE, AGG_RANGE, EXPAND_SORTED, TOPIC_SHIFT_SWAP
     assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
     assert set(_WRAPPERS) == set(PERSONAS)
     for family, registers in _CORES.items():
