@@ -121,6 +121,11 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "AGG_COUNT_COMPARE": ("set_noun", "op", "value"),
     "AGG_FIGURE_COMPARE": ("set_noun", "stat", "prop", "op", "value"),
     "AGG_BY_GROUP": ("set_noun", "stat", "prop", "group"),
+    # --- date ranges, sorted lists, swaps (issue 20) ---
+    "AGG_COUNT_RANGE": ("set_noun", "prop", "when"),  # when: "between 1200 and 1300", "in the 1400s"
+    "AGG_RANGE": ("set_noun", "stat", "prop", "date_prop", "when"),  # stat: "total" / "average"
+    "EXPAND_SORTED": ("set_noun", "target_noun", "link", "prop", "order"),  # order: "highest first" ...
+    "TOPIC_SHIFT_SWAP": ("anchor_noun", "anchor_name"),  # "What about the kingdom Vor?"
 }
 
 FAMILIES: tuple[str, ...] = tuple(SLOTS)

@@ -50,6 +50,7 @@ stored in a canonical order, so the same seed gives a byte-identical dataset.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import math
@@ -68,6 +69,7 @@ from graphs.executor import QueryResult, SafeExecutor
 from graphs.generator import Graph, generate
 from graphs.search import SearchUnavailable, search_values
 from graphs.spec import RelationshipSpec, WorldSpec
+from scoring.metrics.ex import is_ordered
 
 MAX_SET = 60  # largest listed result kept
 MIN_OPENING = 2  # an opening lists at least this many entities
@@ -105,6 +107,13 @@ CORRECTION_RATE = 0.75  # of filtering turns right after a filter: "Actually, I 
 NAME_STOPWORDS = frozenset({"the", "and", "of"})  # pattern words nobody searches a name for
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
+# --- date ranges, sorted lists, swaps (issue 20) ---
+RANGE_RATE = 0.8  # of AGG_COUNT turns on a set with a date or year: a count over a range of years
+# ... of AGG_SUM / AGG_AVG turns: lower, these keep their ambiguous wordings (the 5-10% of ambiguous turns)
+RANGE_NUMERIC_RATE = 0.25
+SORTED_RATE = 0.5  # of EXPAND turns: the new set listed in the order of one of its properties
+SWAP_RATE = 0.3  # of turns right after an opening or a topic shift that names an entity: "what about X?"
+SWAP_TRIES = 8  # other entities tried for a swap before giving up
 LISTING_MODES = ("none", "topic_shift", "expand", "pivot", "contrast", "value_narrow", "narrow")
 # how a user goes back past a topic shift (the noun names the earlier set, never the current one)
 BACK_LEADS = ("Going back to the {noun} from before", "Back to the {noun} from before",
@@ -131,6 +140,13 @@ def canonical_rows(rows: list[list[Any]]) -> list[list[Any]]:
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False))
 
 
+def stored_rows(cypher: str, rows: list[list[Any]]) -> list[list[Any]]:
+    """A gold's rows as a session stores them: in the query's own order when its final RETURN is
+    ordered (the judge then compares in order, ``scoring.metrics.ex.is_ordered``; the builder only asks
+    for orders without ties), else canonical."""
+    return [list(r) for r in rows] if is_ordered(cypher) else canonical_rows(rows)
+
+
 def session_rng(seed: int, split: str, world: str, number: int) -> random.Random:
     digest = hashlib.sha256(f"{seed}:{split}:{world}:{number}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
@@ -143,6 +159,9 @@ class _State:
     set: chain.EntitySet
     turn: int
     phenomenon: str
+    # (anchor label, anchor value, the opening's builder awaiting ``anchor_value``) when the turn named
+    # an entity: what a swap ("what about the kingdom Vor?") asks again about another one
+    named: tuple | None = None
 
 
 @dataclass
@@ -246,7 +265,7 @@ class WorldBuilder:
         if listing and canonical_rows(r.rows) in self._seen_sets:  # a set the session already listed
             raise GateFailure("repeated_set")
         again = self.run(step.cypher)
-        if again.error is not None or canonical_rows(again.rows) != canonical_rows(r.rows):
+        if again.error is not None or stored_rows(step.cypher, again.rows) != stored_rows(step.cypher, r.rows):
             raise GateFailure("deterministic")
         if universe_step is not None:
             u = self.run(universe_step.cypher)
@@ -304,10 +323,13 @@ class WorldBuilder:
             anchor = rows[rng.randrange(len(rows))][self.keys[anchor_label]]
             # set nodes are targets when the anchor is the source (forward from the anchor)
             anchor_forward = not forward if r.source != r.target else rng.random() < 0.5
-            step = chain.open_anchored(anchor_label, self.keys[anchor_label], anchor, r.type, anchor_forward,
-                                       label, self.keys[label], var, symmetric=r.symmetric)
+            rebuild = functools.partial(chain.open_anchored, anchor_label, self.keys[anchor_label], rel_type=r.type,
+                                        forward=anchor_forward, target_label=label, target_key=self.keys[label],
+                                        var=var, symmetric=r.symmetric)
+            step = rebuild(anchor_value=anchor)
             slots = {"target_noun": self.lex.noun(label), "link": self.link_phrase(r, anchor_forward),
-                     "anchor_noun": self.lex.noun(anchor_label, plural=False), "anchor_name": self.lex.value(anchor)}
+                     "anchor_noun": self.lex.noun(anchor_label, plural=False), "anchor_name": self.lex.value(anchor),
+                     "named": (anchor_label, anchor, rebuild)}
             return step, "ANCHORED", slots
         cats = self.categorical(label)
         if not cats:
@@ -332,11 +354,15 @@ class WorldBuilder:
         r1, f1, anchor_label = rng.choice(far)
         rows = self.graph.nodes[anchor_label]
         anchor = rows[rng.randrange(len(rows))][self.keys[anchor_label]]
-        step = chain.open_two_hop(anchor_label, self.keys[anchor_label], anchor, (r1.type, not f1, r1.symmetric), mid,
-                                  (r2.type, not f2, r2.symmetric), label, self.keys[label], var)
+        rebuild = functools.partial(chain.open_two_hop, anchor_label, self.keys[anchor_label],
+                                    hop1=(r1.type, not f1, r1.symmetric), mid_label=mid,
+                                    hop2=(r2.type, not f2, r2.symmetric), target_label=label,
+                                    target_key=self.keys[label], var=var)
+        step = rebuild(anchor_value=anchor)
         slots = {"target_noun": self.lex.noun(label), "link": self.link_phrase(r2, not f2),
                  "mid_noun": self.lex.noun(mid), "link2": self.link_phrase(r1, not f1),
-                 "anchor_noun": self.lex.noun(anchor_label, plural=False), "anchor_name": self.lex.value(anchor)}
+                 "anchor_noun": self.lex.noun(anchor_label, plural=False), "anchor_name": self.lex.value(anchor),
+                 "named": (anchor_label, anchor, rebuild)}
         return step, "TWO_HOP", slots
 
     def make_chain(self, phen: str, base: chain.EntitySet, prev_phen: str, rng: random.Random,
@@ -386,6 +412,10 @@ class WorldBuilder:
         if not options:
             raise GateFailure("feasible")
         r, forward, other = rng.choice(options)
+        if phen == "EXPAND" and rng.random() < SORTED_RATE:
+            ordered = self._expand_sorted(base, uni, r, forward, other, rng, var, slots)
+            if ordered is not None:
+                return ordered
         extra: tuple[str, ...] = ()
         attrs = self.attributes(other) if phen == "EXPAND" else []
         if attrs and rng.random() < WITH_ATTRIBUTE_RATE:  # two things asked, two columns returned
@@ -427,7 +457,12 @@ class WorldBuilder:
 
     def _chain_count(self, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random, var: str,
                      slots: dict):
-        """AGG_COUNT: a count per member (zero included), a count per value of a property, or one count."""
+        """AGG_COUNT: a count per member (zero included), a count per value of a property, a count over a
+        range of years, a yes/no, percentage or comparison over the members, or one count."""
+        if rng.random() < RANGE_RATE:
+            ranged = self._range_aggregate("AGG_COUNT", base, uni, rng, slots)
+            if ranged is not None:
+                return ranged
         # issue 20: yes/no, percentage, comparison; not over a list of one or two (trivial_aggregate)
         variant = self._count_variant(base, uni, rng, slots) if len(self.members(base)) >= MIN_COUNTED else None
         if variant is not None:
@@ -464,6 +499,10 @@ class WorldBuilder:
             edge = self._chain_aggregate_edges(phen, base, rng, slots)
             if edge is not None:
                 return edge
+        if phen != "AGG_MAX" and rng.random() < RANGE_NUMERIC_RATE:  # a total or an average over a range of years
+            ranged = self._range_aggregate(phen, base, uni, rng, slots)
+            if ranged is not None:
+                return ranged
         label = base.label
         props = [p for p in self.aggregable(label, phen)
                  if sum(m.get(p) is not None for m in members) >= MIN_AGGREGATED]
@@ -848,6 +887,110 @@ class WorldBuilder:
         return [p.name for p in self._props[label].values()
                 if p.null_rate > 0 and p.name != self.keys[label] and p.name not in s.filtered_props]
 
+    # --- date ranges, sorted lists, swaps (issue 20) ---
+    def calendar(self, label: str, s: chain.EntitySet) -> list[str]:
+        """The properties that hold a point in time: dates and calendar years (a year-valued int such as
+        "founding year"; never a school year 1 to 7), not yet filtered on."""
+        return [p.name for p in self._props[label].values() if p.name not in s.filtered_props and (
+            p.type == "date" or p.type == "int" and is_year(p.name) and p.max is not None and p.max >= 100)]
+
+    def _year_of(self, label: str, prop: str, value: Any) -> int:
+        return dt.date.fromisoformat(value).year if self._props[label][prop].type == "date" else value
+
+    def _range_aggregate(self, phen: str, base: chain.EntitySet, uni: chain.EntitySet, rng: random.Random,
+                         slots: dict):
+        """"How many of those libraries were founded between 1200 and 1300?", "What's the total tonnage
+        of those ships launched in the 1400s?": AGG_COUNT / AGG_SUM / AGG_AVG over the members whose date
+        or year falls in a range of round years that holds some members but not all. None when the set
+        has no such property or no such range."""
+        label = base.label
+        members = self.members(base)
+        props = self.calendar(label, base)
+        if not props or len(members) < 3:
+            return None
+        prop = rng.choice(props)
+        years = [self._year_of(label, prop, m[prop]) for m in members if m.get(prop) is not None]
+        ranges = []  # (first year, year after the last, words), the first year at least 100
+        for c in sorted({y // 100 * 100 for y in years if y >= 100}):
+            ranges.append((c, c + 100, f"in the {c}s"))
+        for d in sorted({y // 10 * 10 for y in years if y >= 100}):
+            if d % 100:  # "the 1400s" is a century
+                ranges.append((d, d + 10, f"in the {d}s"))
+        for step, spans in ((10, (10, 20)), (50, (50,)), (100, (100, 200))):
+            for a in sorted({y // step * step for y in years if y >= 100}):
+                # "between" is read inclusively too: no member may fall in the last year itself
+                ranges += [(a, a + n, f"between {a} and {a + n}") for n in spans if a + n not in years]
+        ranges = [r for r in ranges if 0 < sum(r[0] <= y < r[1] for y in years) < len(years)]
+        if not ranges:  # every member in one decade: the turn asks one of the other kinds instead
+            return None
+        lo, hi, when = rng.choice(ranges)
+        dated = self._props[label][prop].type == "date"
+        cond = chain.year_range(base.var, label, prop, lo, hi, dated)
+        slots.update(when=when)
+        if phen == "AGG_COUNT":
+            slots.update(prop=self.lex.prop(label, prop), family="AGG_COUNT_RANGE")
+            return chain.aggregate_in_range(base, cond), slots, False, chain.aggregate_in_range(uni, cond)
+        inside = [m for m in members if m.get(prop) is not None and lo <= self._year_of(label, prop, m[prop]) < hi]
+        nums = [p for p in self.aggregable(label, phen) if any(m.get(p) is not None for m in inside)]
+        if not nums:
+            return None
+        num = rng.choice(nums)
+        fn = chain.AGGREGATES[phen]
+        slots.update(stat=STAT_WORDS[fn], prop=self.agg_prop(label, num), date_prop=self.lex.prop(label, prop),
+                     family="AGG_RANGE")
+        return (chain.aggregate_in_range(base, cond, fn, num), slots, False,
+                chain.aggregate_in_range(uni, cond, fn, num))
+
+    def _expand_sorted(self, base: chain.EntitySet, uni: chain.EntitySet, r: RelationshipSpec, forward: bool,
+                       other: str, rng: random.Random, var: str, slots: dict):
+        """"List the legions stationed in those provinces by strength, highest first": an EXPAND whose
+        listing is ordered. It is EXPAND, not a phenomenon of its own: the turn crosses the same edge
+        and its new set is the same neighbours, the order only arranges the listing (as EXPAND_WITH only
+        adds a column), and a chain mode describes how the set changes. Asked only by a property every
+        neighbour has with no two alike: the order is then total and needs no tie-break. None when the
+        neighbours have no such property."""
+        probe = chain.expand(base, r.type, forward, other, self.keys[other], var, symmetric=r.symmetric)
+        found = self.members(probe.new_set)
+        times = self.calendar(other, probe.new_set)
+        comparable = set(self.aggregable(other, "AGG_MAX")) | set(times)
+        props = [p for p in sorted(comparable) if len(found) >= 3 and all(m.get(p) is not None for m in found)
+                 and len({json.dumps(m[p]) for m in found}) == len(found)]
+        if not props:
+            return None
+        prop = rng.choice(props)
+        descending = rng.random() < 0.5
+        if prop in times:
+            order, words = ("most recent first" if descending else "earliest first"), self.lex.prop(other, prop)
+        else:
+            order, words = ("highest first" if descending else "lowest first"), self.agg_prop(other, prop)
+        step = chain.expand_sorted(base, r.type, forward, other, self.keys[other], var, prop, descending, r.symmetric)
+        ustep = chain.expand_sorted(uni, r.type, forward, other, self.keys[other], var, prop, descending, r.symmetric)
+        slots.update(target_noun=self.lex.noun(other), link=self.link_phrase(r, forward), prop=words, order=order,
+                     family="EXPAND_SORTED")
+        return step, slots, True, ustep
+
+    def _swap_turn(self, index: int, persona: str, prev: _State, rng: random.Random) -> tuple[Turn, _State]:
+        """"What about the kingdom Vor?": the previous turn (an opening or a topic shift that named an
+        entity) asked again about another entity of its kind; the gold is that turn's query with the
+        anchor's value replaced. Labelled TOPIC_SHIFT: its result is a fresh set that does not depend on
+        the last result (only its wording leans on the last question), which is what TOPIC_SHIFT means;
+        as the one topic shift that may follow another, it is also never followed by a second swap."""
+        anchor_label, old, rebuild = prev.named
+        key = self.keys[anchor_label]
+        values = [row[key] for row in self.graph.nodes[anchor_label] if row[key] != old]
+        rng.shuffle(values)
+        for value in values[:SWAP_TRIES]:  # another entity whose set is listable and new to the session
+            step = rebuild(anchor_value=value)
+            r = self.run(step.cypher)
+            if r.error is None and MIN_OPENING <= len(r.rows) <= MAX_SET and canonical_rows(r.rows) not in self._seen_sets:
+                break
+        else:
+            raise GateFailure("swap_result", f"no other {anchor_label} with a new, listable set")
+        slots = {"anchor_noun": self.lex.noun(anchor_label, plural=False), "anchor_name": self.lex.value(value)}
+        text = self.render("TOPIC_SHIFT_SWAP", persona, slots, rng, index)
+        r = self.verify(step, listing=True, universe_step=None)
+        return self._turn(index, text, step, r, "TOPIC_SHIFT", None, None), _State(step.new_set, index, "TOPIC_SHIFT")
+
     def render(self, family: str, persona: str, slots: dict, rng: random.Random, turn: int) -> str:
         # the session's used phrases change only when the turn is kept (a rejected candidate's do not)
         used = set(self._used_phrases)
@@ -892,7 +1035,7 @@ class WorldBuilder:
                 states.append(state)
                 self._used_phrases |= self._pending_phrases
                 if turn.chain_mode in LISTING_MODES:
-                    self._seen_sets.append(turn.gold_rows)
+                    self._seen_sets.append(canonical_rows(turn.gold_rows))
                 self._last_phen.append(turn.phenomenon)
                 self._seen_queries.add(turn.gold_cypher)
                 if turn.phenomenon == "TOPIC_SHIFT":
@@ -906,9 +1049,12 @@ class WorldBuilder:
     def _one_turn(self, index: int, persona: str, states: list[_State], shift_at: int | None,
                   rng: random.Random, var: str) -> tuple[Turn, _State]:
         prev_turn_phen = self._last_phen[-1] if index else ""
+        if index and states[-1].named is not None and states[-1].turn == index - 1 and rng.random() < SWAP_RATE:
+            return self._swap_turn(index, persona, states[-1], rng)
         if index == 0 or (phen := self._pick(states[-1], prev_turn_phen, rng)) == "TOPIC_SHIFT":
             avoid = states[-1].set.label if states else None
             step, shape, slots = self.make_opening(rng, var, avoid)
+            named = slots.pop("named", None)
             phen = "OPENING" if index == 0 else "TOPIC_SHIFT"
             slots.setdefault("back", "")
             typed = self.type_names(step, slots, index, var)
@@ -919,7 +1065,7 @@ class WorldBuilder:
             turn = self._turn(index, text, step, r, phen, None, None)
             turn.typed_names = typed
             tag = "OPENING_FILTERED" if shape == "FILTERED" else phen
-            return turn, _State(step.new_set, index, tag)
+            return turn, _State(step.new_set, index, tag, named)
         active = states[-1]
         base_state = active
         back = ""
@@ -1043,7 +1189,7 @@ class WorldBuilder:
               depends_on: int | None, ambiguity: dict | None) -> Turn:
         chain_mode = "none" if phen == "OPENING" else PHENOMENA[phen][1]
         return Turn(index=index, utterance=text, gold_cypher=step.cypher, gold_columns=list(r.columns),
-                    gold_rows=canonical_rows(r.rows), phenomenon=phen, chain_mode=chain_mode,
+                    gold_rows=stored_rows(step.cypher, r.rows), phenomenon=phen, chain_mode=chain_mode,
                     depends_on=depends_on, ambiguity_info=ambiguity,
                     gold_key_values=[kv.to_dict() for kv in step.key_values], gold_triples=list(step.triples))
 

@@ -242,7 +242,7 @@ def question_kinds(session: Session, turn) -> set[str]:
         kinds.add("boolean_condition")
     if "OPTIONAL MATCH" in c:
         kinds.add("optional_match")
-    kinds |= filter_variant_kinds(session, turn)
+    kinds |= filter_variant_kinds(session, turn) | range_sort_swap_kinds(session, turn)
     return kinds | aggregate_variant_kinds(turn)
 
 
@@ -285,11 +285,14 @@ def filter_variant_shares(sessions: list[Session]) -> dict:
     def shares(c: Counter) -> dict:
         return {k: round(c[k] / c["turns"], 4) if c["turns"] else 0.0 for k in FILTER_VARIANT_KINDS}
     return {"overall": shares(total), "per_world": {w: shares(counts[w]) for w in sorted(counts)}}
+
+
 # --- aggregate variants (issue 20) ---
 # comparisons with the user's number, yes/no questions over the members, percentages and per-group sums
 # or means (benchmark.chain's variants), read off the final RETURN; a yes/no's any() / all() over the
 # members is a count (AGG_COUNT) for the label check
 AGGREGATE_VARIANT_KINDS = ("comparison", "yes_no", "percentage", "per_group_sum_avg")
+NEW_KINDS += AGGREGATE_VARIANT_KINDS
 _YES_NO = re.compile(r"\b(any|all)\(\w+ IN collect\(")
 AGGREGATE_OF["AGG_COUNT"] = AGGREGATE_OF["AGG_COUNT"] | {"any", "all"}
 
@@ -320,6 +323,47 @@ def render_variant_shares(per_world: dict) -> list[str]:
         worlds = ", ".join(f"{w} {kinds.get(k, 0) / (totals[w] or 1) * 100:.1f}%" for w, kinds in per_world.items())
         out.append(f"  {k}: {overall / n * 100:.2f}% ({overall}); {worlds}")
     return out
+
+
+# --- date ranges, sorted lists, swaps (issue 20) ---
+_YEAR_RANGE = re.compile(r"(\w+\.`?\w+`?) >= [^\n]*? AND \1 < ")
+_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\b\d+(?:\.\d+)?\b")
+
+
+def range_sort_swap_kinds(session: Session, turn) -> set[str]:
+    """date_range_aggregate: an aggregate over the members whose date or year falls in a range;
+    sorted_list: a listing whose final RETURN is ordered and uncut (no LIMIT); swap: a topic shift whose
+    gold is the previous turn's with only a literal (the anchor) changed."""
+    c = turn.gold_cypher
+    kinds = set()
+    if _AGG_FN.search(c[c.rfind("RETURN"):]) and _YEAR_RANGE.search(c):
+        kinds.add("date_range_aggregate")
+    if re.search(r"\nORDER BY [^\n]*$", c) and "LIMIT" not in c[c.rfind("RETURN"):]:
+        kinds.add("sorted_list")
+    if turn.phenomenon == "TOPIC_SHIFT" and turn.index > 0:
+        before = session.turns[turn.index - 1].gold_cypher
+        if before != c and _LITERAL.sub("?", before) == _LITERAL.sub("?", c):
+            kinds.add("swap")
+    return kinds
+
+
+RANGE_SORT_SWAP_KINDS = ("date_range_aggregate", "sorted_list", "swap")
+NEW_KINDS = NEW_KINDS + RANGE_SORT_SWAP_KINDS
+
+
+def range_sort_swap_shares(sessions: list[Session]) -> dict:
+    """Each of those kinds' share of the turns, per world and overall (issue 20 asks at least 2% each)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    turns: Counter = Counter()
+    for s in sessions:
+        for t in s.turns:
+            turns[s.world] += 1
+            turns["overall"] += 1
+            found = range_sort_swap_kinds(s, t)
+            counts[s.world].update(found)
+            counts["overall"].update(found)
+    return {w: {k: round(counts[w][k] / turns[w], 4) for k in RANGE_SORT_SWAP_KINDS}
+            for w in [*sorted(w for w in turns if w != "overall"), "overall"]}
 
 
 def complexity(turn) -> dict:
@@ -681,7 +725,7 @@ def check_symmetric_traversal(pending: list[tuple[str, Turn]], worlds: dict[str,
         if directed:
             directed_count += 1
             r = executor_for(world).run(both, max_rows=5000, timeout=60)
-            changed = r.error is not None or canonical_rows(r.rows) != t.gold_rows
+            changed = r.error is not None or canonical_rows(r.rows) != canonical_rows(t.gold_rows)
         hit("symmetric_traversed_one_way", changed, f"{t.index}: {t.utterance}")
     return directed_count
 
@@ -764,6 +808,7 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
         "five_word_openings": five_word_openings(turns),
         "kinds_per_world": kinds_per_world(sessions),
         "filter_variants": filter_variant_shares(sessions),
+        "range_sort_swap_shares": range_sort_swap_shares(sessions),
         "complexity": gold_complexity(turns),
         "follow_up_is_previous_plus_one_clause": extends_previous_share(sessions),
         "single_row": single_row_shares(turns),
@@ -968,6 +1013,9 @@ def render(report: dict) -> str:
     out += [f"  {w}: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in shares.items())
             for w, shares in fv["per_world"].items()]
     out += render_variant_shares(report["kinds_per_world"])
+    out += ["", "date-range aggregates, sorted lists, swaps (share of turns):"]
+    for w, shares in report["range_sort_swap_shares"].items():
+        out.append(f"  {w}: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in shares.items()))
     out += ["", "examples:"]
     for k in ORDER:
         for e in report["examples"].get(k, [])[:2]:

@@ -21,7 +21,7 @@ from benchmark.build import build, default_dataset
 from benchmark.chain import literal
 from benchmark.session import CHAIN_MODES, PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, read_sessions
 from benchmark.templates import leaks
-from benchmark.world_builder import canonical_rows
+from benchmark.world_builder import canonical_rows, stored_rows
 from graphs.executor import SafeExecutor
 from graphs.generator import generate
 from graphs.spec import all_specs, get_spec
@@ -117,7 +117,7 @@ def test_every_gold_query_reproduces_its_stored_rows(default_sessions):
         ex = executors.setdefault(s.world, SafeExecutor(s.world, timeout=60))
         for t in s.turns:
             r = ex.run(t.gold_cypher, max_rows=1000)
-            if r.error is not None or r.columns != t.gold_columns or canonical_rows(r.rows) != t.gold_rows:
+            if r.error is not None or r.columns != t.gold_columns or stored_rows(t.gold_cypher, r.rows) != t.gold_rows:
                 mismatches.append((s.id, t.index, r.error))
             elif not t.gold_rows:
                 mismatches.append((s.id, t.index, "empty gold"))
@@ -167,7 +167,7 @@ def test_chain_dependent_turns_change_when_the_prior_sets_condition_changes(defa
             perturbed = t.gold_cypher.replace(literal(kv["value"]), literal(other), 1)
             r = ex.run(perturbed, max_rows=1000)
             total += 1
-            changed += r.error is not None or canonical_rows(r.rows) != t.gold_rows
+            changed += r.error is not None or canonical_rows(r.rows) != canonical_rows(t.gold_rows)
     share = changed / total
     print(f"\nchain-dependent turns whose result changes when the prior set's condition changes: "
           f"{changed}/{total} = {share:.1%}")

@@ -106,6 +106,13 @@ def make_slots(world_name: str, family: str, rng: random.Random) -> dict[str, st
     which = rng.choice(["marked as ", "with a recorded ", "whose "])
     slots["which"] = which + lex.prop(cat_label, cat_prop.name) + (
         " is " + lex.value(rng.choice(cat_prop.values)) if which == "whose " else "")
+    # --- date ranges, sorted lists, swaps (issue 20) --- (own rng: the draws above stay as they were)
+    extra = random.Random(f"{world_name}/{family}/{anchor_name}")
+    dated = [(n.label, p.name) for n in spec.nodes for p in n.properties if p.type == "date"]
+    slots["date_prop"] = lex.prop(*extra.choice(dated))
+    slots["order"] = extra.choice(["highest first", "lowest first", "earliest first", "most recent first"])
+    slots["when"] = slots["when"] if family != "AGG_COUNT_RANGE" and family != "AGG_RANGE" else extra.choice(
+        ["between 1200 and 1300", "in the 1400s", "in the 1850s"])
     if rng.random() < 0.3:
         slots["back"] = f"Going back to the {lex.noun(start)} from before"
     elif rng.random() < 0.5:
@@ -201,8 +208,9 @@ def test_values_are_verbatim():
 def test_families_and_personas_are_covered():
     assert set(FAMILIES) == set(SLOTS) == set(_CORES)
     # issue 20: THRESHOLD_AMBIGUOUS_SIZE ("the big ones" only of a size); six families of filter variants
-    # and corrections; six aggregate variants (AGG_ANY ... AGG_BY_GROUP)
-    assert len(FAMILIES) == 34 + 1 + 6 + 6
+    # and corrections; six aggregate variants (AGG_ANY ... AGG_BY_GROUP); AGG_COUNT_RANGE, AGG_RANGE,
+    # EXPAND_SORTED, TOPIC_SHIFT_SWAP
+    assert len(FAMILIES) == 34 + 1 + 6 + 6 + 4
     assert set(AMBIGUOUS_FAMILIES) <= set(FAMILIES)
     assert set(_WRAPPERS) == set(PERSONAS)
     for family, registers in _CORES.items():
