@@ -40,6 +40,15 @@ utterance ("Going back to the provinces from before: which legions are ..."). Ex
 ``render(..., split="test" | "train")`` draws every wording from that split's pool (:func:`pool`): the
 two splits never share a wording, so the benchmark's wording is held out from training.
 
+An utterance is composed of up to four independent parts: [opener] core [tail], inside the persona's
+wrapper. The opener ("Okay,", "Follow-up:") and the tail ("Thanks.", "Names only.") come from the
+register's lists in the wordings' ``parts`` section (:func:`_edges`): an opener only on a later turn
+where nothing else leads the utterance (so still one lead-in at most), a tail only where the wrapper
+adds nothing after the core and only one that fits the question. Each part list is split between the
+pools like every other list, and a session says each part once. The parts multiply the wordings of a
+question with no name or value in it (a count, a contrast), which otherwise repeat word for word across
+a build (issue 20).
+
 ``clarification(family, slots)`` is the scripted user answer to a clarifying question on an ambiguous
 turn ("I mean the one with the highest population.").
 
