@@ -184,8 +184,8 @@ LATER_BARE_RATE = 0.4  # after the first turn people often just ask: the share o
 # how often a later turn's core gets a register's short opener ("Okay, ...") and any turn's core a short
 # tail ("Thanks."), where nothing else stands there: real users vary the edges of a question, and
 # without these the count and contrast questions (no name, no value in them) repeat word for word
-OPENER_RATE = 0.45
-TAIL_RATE = 0.35
+OPENER_RATE = 0.5
+TAIL_RATE = 0.4
 # a core that already opens with a discourse word takes no opener ("So and the rest ...")
 _CORE_DISCOURSE = re.compile(r"^(?:and|now|so|then|also|okay|ok|right|alright|next|plus|well|what about)\b", re.I)
 # a core opening with its own lead-in ("Next: ...", "Those fleets: total?"): a colon before the question
