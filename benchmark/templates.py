@@ -186,8 +186,10 @@ LATER_BARE_RATE = 0.4  # after the first turn people often just ask: the share o
 # without these the count and contrast questions (no name, no value in them) repeat word for word
 OPENER_RATE = 0.5
 TAIL_RATE = 0.4
-# a core that already opens with a discourse word takes no opener ("So and the rest ...")
-_CORE_DISCOURSE = re.compile(r"^(?:and|now|so|then|also|okay|ok|right|alright|next|plus|well|what about)\b", re.I)
+# a core that already opens with a discourse word or a linking phrase takes no opener ("So and the rest
+# ...", "Following on from that, going all the way down the chain, ...")
+_CORE_DISCOURSE = re.compile(r"^(?:and|now|so|then|also|okay|ok|right|alright|next|plus|well|what about|going|"
+                             r"following|tracing)\b", re.I)
 # a core opening with its own lead-in ("Next: ...", "Those fleets: total?"): a colon before the question
 _CORE_LEAD_IN = re.compile(r"^[^?.!]*?:\s")
 
