@@ -160,3 +160,21 @@ def test_the_audit_measures_repeats_cores_and_the_classifier():
     assert clf["tested"] == 24 and clf["accuracy"] == 1.0  # fixed wordings give the phenomenon away
     assert audit_sessions._masked_words("Keep the Quabro Tasherk ones with 40 wins.") == \
         ["keep", "the", "<name>", "<name>", "ones", "with", "<num>", "wins"]
+
+
+def test_no_five_word_opening_of_an_opener_and_a_core_crosses_the_split():
+    """An opener joins a core's words into a new five-word opening ("Good, and how many are ..."): every
+    opener with every core of its register, in one pool, opens differently from every wording and
+    every such composite of the other pool (over-approximated: the rules that keep an opener off some
+    cores are not applied), so a train build and a test build still share no opening."""
+    def openings(split: str) -> set[str]:
+        keys = {templates.opening_key(w) for regs in _CORES.values() for cs in regs.values() for w in pool(cs, split)}
+        keys |= {templates.opening_key(w) for ws in _WRAPPERS.values() for w in pool(ws, split)}
+        for register, openers in _OPENERS.items():
+            cores = {c for regs in _CORES.values() for c in pool(regs[register], split)}
+            keys |= {templates.opening_key(o + " " + (c if o[-1] in ".!?" else templates._lc(c)))
+                     for o in pool(openers, split) for c in cores}
+        return keys - {""}
+    test, train = openings("test"), openings("train")
+    assert len(test) > 1000 and len(train) > 1000
+    assert not test & train, sorted(test & train)[:5]
