@@ -178,3 +178,10 @@ def test_no_five_word_opening_of_an_opener_and_a_core_crosses_the_split():
     test, train = openings("test"), openings("train")
     assert len(test) > 1000 and len(train) > 1000
     assert not test & train, sorted(test & train)[:5]
+
+
+def test_no_sentence_opens_with_a_slot():
+    """A slot's value is inserted verbatim (lower case for most nouns), so no sentence of a core starts
+    with one ("Cut again. shelves not marked as chained only.")."""
+    bad = [c for regs in _CORES.values() for cs in regs.values() for c in cs if re.search(r"[.?!] \{", c)]
+    assert not bad, bad
