@@ -41,6 +41,15 @@ utterance ("Going back to the provinces from before: which legions are ..."). Ex
 ``render(..., split="test" | "train")`` draws every wording from that split's pool (:func:`pool`): the
 two splits never share a wording, so the benchmark's wording is held out from training.
 
+An utterance is composed of up to four independent parts: [opener] core [tail], inside the persona's
+wrapper. The opener ("Okay,", "Follow-up:") and the tail ("Thanks.", "Names only.") come from the
+register's lists in the wordings' ``parts`` section (:func:`_edges`): an opener only on a later turn
+where nothing else leads the utterance (so still one lead-in at most), a tail only where the wrapper
+adds nothing after the core and only one that fits the question. Each part list is split between the
+pools like every other list, and a session says each part once. The parts multiply the wordings of a
+question with no name or value in it (a count, a contrast), which otherwise repeat word for word across
+a build (issue 20).
+
 ``clarification(family, slots)`` is the scripted user answer to a clarifying question on an ambiguous
 turn ("I mean the one with the highest population.").
 
@@ -167,6 +176,8 @@ _LATER_TURNS_ONLY = _WORDINGS.later_turns_only
 _LISTING_ONLY = _WORDINGS.listing_only
 _FIGURE_ONLY = _WORDINGS.figure_only
 _CLARIFICATIONS = _WORDINGS.clarifications
+_OPENERS = _WORDINGS.openers
+_TAILS = _WORDINGS.tails
 FIGURE_FAMILIES = frozenset({"AGG_MAX", "AGG_MIN", "AGG_EDGE", "AGG_AVG", "AGG_SUM", "AGG_MAX_AMBIGUOUS", "AGG_AVG_AMBIGUOUS",
                              "AGG_SUM_AMBIGUOUS"})
 
@@ -193,6 +204,15 @@ def _remark(wrapper: str) -> str:
 LISTING_ONLY_REMARKS = tuple(sorted(_remark(w) for w in _LISTING_ONLY))
 FIGURE_ONLY_REMARKS = tuple(sorted(_remark(w) for w in _FIGURE_ONLY))
 LATER_BARE_RATE = 0.4  # after the first turn people often just ask: the share of bare cores there
+# how often a later turn's core gets a register's short opener ("Okay, ...") and any turn's core a short
+# tail ("Thanks."), where nothing else stands there: real users vary the edges of a question, and
+# without these the count and contrast questions (no name, no value in them) repeat word for word
+OPENER_RATE = 0.5
+TAIL_RATE = 0.4
+# a core that already opens with a discourse word or a linking phrase takes no opener ("So and the rest
+# ...", "Following on from that, going all the way down the chain, ...")
+_CORE_DISCOURSE = re.compile(r"^(?:and|now|so|then|also|okay|ok|right|alright|next|plus|well|what about|going|"
+                             r"following|tracing)\b", re.I)
 # a core opening with its own lead-in ("Next: ...", "Those fleets: total?"): a colon before the question
 _CORE_LEAD_IN = re.compile(r"^[^?.!]*?:\s")
 
@@ -297,7 +317,8 @@ def opening_key(wording: str) -> str:
 def _all_lists() -> list[tuple[str, ...]]:
     # families sharing their wordings (OPENING_ANCHORED, TOPIC_SHIFT_ANCHORED) hold one list, counted once
     cores = dict.fromkeys(c for registers in _CORES.values() for c in registers.values())
-    return list(cores) + list(_WRAPPERS.values()) + [_TOPIC_SHIFT_LEADS]
+    return (list(cores) + list(_WRAPPERS.values()) + [_TOPIC_SHIFT_LEADS] + list(_OPENERS.values())
+            + list(_TAILS.values()))
 
 
 @functools.lru_cache(maxsize=None)
@@ -384,10 +405,39 @@ def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Rand
     wrapper = rng.choice(wrappers)
     if used is not None and wrapper != "{core}":
         used.add(wrapper)
+    core = _edges(core, wrapper, family, _PERSONA_REGISTER[persona], rng, turn=turn, used=used, split=split,
+                  led=led)
     template = _without_repeated_noun(wrapper.replace("{lc}", _lc(core)).replace("{core}", core), values)
     if family in _TOPIC_SHIFT:
         template = rng.choice(pool(_TOPIC_SHIFT_LEADS, split)) + _uc(template)
     return _fill(template, values, family)
+
+
+def _edges(core: str, wrapper: str, family: str, register: str, rng: random.Random, *, turn: int | None,
+           used: set[str] | None, split: str | None, led: bool) -> str:
+    """``core`` with, at times, one of its register's short openers before it and one of its tails
+    after it (the "parts" of benchmark/wordings.yaml). An opener only on a later turn whose utterance has
+    no lead-in yet (no back reference, no topic-shift lead, no core lead-in, no wrapper text before the
+    core) and whose core does not open with a discourse word itself; a tail only where the wrapper adds
+    nothing after the core, and only one that fits the question (as a wrapper's remark must). Neither
+    twice in a session (``used``), both from the split's pool. The rng is drawn the same number of
+    times whatever is chosen, so one choice never shifts the others."""
+    opener_roll, tail_roll = rng.random(), rng.random()
+    openers = [o for o in pool(_OPENERS[register], split) if used is None or o not in used]
+    tails = [t for t in pool(_TAILS[register], split)
+             if wrapper_fits(t, family) and (used is None or t not in used)]
+    opener = rng.choice(openers) if openers else ""
+    tail = rng.choice(tails) if tails else ""
+    if (opener and turn and opener_roll < OPENER_RATE and not led and wrapper.startswith("{core}")
+            and not _CORE_LEAD_IN.match(core) and not _CORE_DISCOURSE.match(core)):
+        core = opener + " " + (core if opener[-1] in ".!?" else _lc(core))
+        if used is not None:
+            used.add(opener)
+    if tail and tail_roll < TAIL_RATE and wrapper.endswith(("{core}", "{lc}")) and core[-1] in ".?!":
+        core = core + " " + tail
+        if used is not None:
+            used.add(tail)
+    return core
 
 
 def clarification(family: str, slots: Mapping[str, str]) -> str:

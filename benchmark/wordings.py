@@ -21,7 +21,9 @@ import yaml
 from cypherturn.errors import InputError
 
 REGISTERS = ("plain", "terse", "tech", "nonnative")
-SECTIONS = ("questions", "topic_shift_leads", "personas", "clarifications")
+SECTIONS = ("questions", "parts", "topic_shift_leads", "personas", "clarifications")
+# the optional parts around a later turn's core, per register (see the file's "parts" section)
+PARTS = ("openers", "tails")
 # a wrapper's annotations: which turns it may open (turn) and which questions it may follow (fits)
 TURNS = ("first", "later")
 FITS = ("listing", "figure")
@@ -42,6 +44,8 @@ class Wordings:
     listing_only: frozenset[str]
     figure_only: frozenset[str]
     clarifications: Mapping[str, str]  # ambiguous family -> the user's answer to a clarifying question
+    openers: Mapping[str, tuple[str, ...]]  # register -> short openers said before a later turn's core
+    tails: Mapping[str, tuple[str, ...]]  # register -> short tails said after a core
 
 
 def default_path() -> Path:
@@ -116,6 +120,37 @@ def _wrapper(r: _Reader, w: Any, at: str, annotated: dict[str, set[str]]) -> str
     return text
 
 
+def _parts(r: _Reader, raw: Any, annotated: dict[str, set[str]]):
+    """(register -> openers, register -> tails); a tail given as a mapping {text, fits} adds its text
+    to the set its ``fits`` names, as a wrapper's does."""
+    raw = r.mapping(raw, "parts", PARTS)
+    out = []
+    for part in PARTS:
+        regs = r.mapping(raw[part], f"parts.{part}", REGISTERS)
+        by_register = {}
+        for reg in REGISTERS:
+            where = f"parts.{part}.{reg}"
+            if not isinstance(regs[reg], list) or not regs[reg]:
+                raise r.fail(where, "must be a non-empty list")
+            texts = []
+            for i, w in enumerate(regs[reg]):
+                at = f"{where}[{i}]"
+                if isinstance(w, dict) and part == "tails":
+                    w = r.mapping(w, at)
+                    if [k for k in w if k not in ("text", "fits")] or "text" not in w or w.get("fits", FITS[0]) not in FITS:
+                        raise r.fail(at, f"a tail mapping has 'text' and optionally 'fits' ({list(FITS)}); got {w}")
+                    if "fits" in w:
+                        annotated[w["fits"]].add(r.wording(w["text"], at))
+                    w = w["text"]
+                text = r.wording(w, at)
+                if "{" in text:
+                    raise r.fail(at, f"{text!r}: a part is literal text, no slots")
+                texts.append(text)
+            by_register[reg] = tuple(texts)
+        out.append(MappingProxyType(by_register))
+    return out[0], out[1]
+
+
 def _personas(r: _Reader, raw: Any, personas: Iterable[str]):
     """(persona -> register, persona -> wrappers, annotation -> the wrapper texts it marks)."""
     registers: dict[str, str] = {}
@@ -158,6 +193,7 @@ def load_wordings(path: str | Path | None = None, *, families: Iterable[str], pe
     raw = r.mapping(raw, "top level", SECTIONS)
     questions = _questions(r, raw["questions"], families)
     registers, wrappers, annotated = _personas(r, raw["personas"], personas)
+    openers, tails = _parts(r, raw["parts"], annotated)
     clarifications = r.mapping(raw["clarifications"], "clarifications", ambiguous)
     return Wordings(
         questions=MappingProxyType(questions),
@@ -169,4 +205,6 @@ def load_wordings(path: str | Path | None = None, *, families: Iterable[str], pe
         listing_only=frozenset(annotated["listing"]),
         figure_only=frozenset(annotated["figure"]),
         clarifications=MappingProxyType({f: r.wording(w, f"clarifications.{f}") for f, w in clarifications.items()}),
+        openers=openers,
+        tails=tails,
     )

@@ -14,7 +14,9 @@ need the worlds loaded; ``--no-db`` skips them). A rate is
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import re
 import sys
 from collections import Counter, defaultdict
@@ -29,7 +31,7 @@ if str(ROOT) not in sys.path:
 
 from benchmark.lexicon import Lexicon  # noqa: E402
 from benchmark.session import Session, Turn, read_sessions  # noqa: E402
-from benchmark.templates import FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
+from benchmark.templates import _CORES, FIGURE_ONLY_REMARKS, LISTING_ONLY_REMARKS, _WRAPPERS  # noqa: E402
 from benchmark.world_builder import FILTERS, LISTING_MODES, is_round as builder_is_round, is_year  # noqa: E402
 from benchmark.world_builder import canonical_rows
 from benchmark.world_builder import MIN_AGGREGATED, MIN_COUNTED, ONE_ROW_FILTER_RATE  # noqa: E402
@@ -777,6 +779,86 @@ def extends_previous_share(sessions: list[Session]) -> float:
     return round(extends / follow_ups, 4) if follow_ups else 0.0
 
 
+# --- wording variety (issue 20) ---
+def repeated_utterance_share(turns: list[Turn]) -> dict:
+    """The share of turns whose utterance (as shown: the ambiguous wording where there is one) occurs,
+    character for character, more than once in the build; and the most repeated ones."""
+    counts = Counter(t.shown_utterance for t in turns)
+    repeated = sum(c for c in counts.values() if c > 1)
+    return {"share": round(repeated / len(turns), 4) if turns else 0.0, "turns": repeated,
+            "top": [(u, c) for u, c in counts.most_common(3) if c > 1]}
+
+
+@functools.lru_cache(maxsize=None)
+def _core_patterns(phenomenon: str) -> tuple[tuple[str, re.Pattern], ...]:
+    """The core wordings of every family of ``phenomenon`` (its own, its shapes OPENING_FILTERED ...,
+    its ambiguous variant) as patterns: literal text with any text for a slot, the first letter in either
+    case (a wrapper may lower-case it); longest first, so the most specific wording wins."""
+    cores = {c for fam, regs in _CORES.items() if fam == phenomenon or fam.startswith(phenomenon + "_")
+             for cs in regs.values() for c in cs}
+    out = []
+    for core in sorted(cores, key=len, reverse=True):
+        parts = re.split(r"\{\w+\}", core)
+        body = ".+?".join(re.escape(p) for p in parts)
+        head = f"[{re.escape(core[0].upper())}{re.escape(core[0].lower())}]" if core[0].isalpha() else ""
+        out.append((core, re.compile(head + body[len(re.escape(core[0])):] if head else body)))
+    return tuple(out)
+
+
+def core_wordings_used(turns: list[Turn]) -> dict[str, int]:
+    """Per phenomenon, how many distinct core wordings (benchmark/wordings.yaml) its turns use."""
+    used: dict[str, set[str]] = defaultdict(set)
+    for t in turns:
+        for core, pattern in _core_patterns(t.phenomenon):
+            if pattern.search(t.shown_utterance):
+                used[t.phenomenon].add(core)
+                break
+    return {p: len(used[p]) for p in sorted({t.phenomenon for t in turns})}
+
+
+_NUMBER = re.compile(r"\d")
+
+
+def _masked_words(text: str) -> list[str]:
+    """An utterance's words for the classifier: lower case, a number as <num>, a capitalised word
+    inside a sentence (a name) as <name>, so only the wording is left to learn from."""
+    words = []
+    for sentence in re.split(r"(?<=[.?!:])\s+", text):
+        for i, w in enumerate(re.findall(r"[A-Za-z0-9'\-]+", sentence)):
+            words.append("<num>" if _NUMBER.search(w) else "<name>" if i and w[0].isupper() else w.lower())
+    return words
+
+
+def phenomenon_classifier_accuracy(sessions: list[Session]) -> dict:
+    """How well the utterance alone names the phenomenon: a multinomial naive Bayes on words (and word
+    pairs) with names and numbers masked, trained on the turns of every other world (sorted) and tested
+    on the rest, so a world's own nouns do not help. The lower, the less the wording gives away."""
+    worlds = sorted({s.world for s in sessions})
+    if len(worlds) < 2:
+        return {"accuracy": None, "tested": 0}
+    train_worlds = set(worlds[::2])
+    docs = defaultdict(list)
+    for s in sessions:
+        for t in s.turns[1:]:  # turn 1 is always OPENING: nothing to tell apart
+            w = _masked_words(t.shown_utterance)
+            docs[s.world in train_worlds].append((t.phenomenon, w + [a + " " + b for a, b in zip(w, w[1:])]))
+    prior: Counter = Counter()
+    freq: dict[str, Counter] = defaultdict(Counter)
+    for label, feats in docs[True]:
+        prior[label] += 1
+        freq[label].update(feats)
+    vocab = len({f for c in freq.values() for f in c})
+    totals = {label: sum(c.values()) for label, c in freq.items()}
+    right = 0
+    for label, feats in docs[False]:
+        def score(c: str) -> float:
+            return math.log(prior[c]) + sum(math.log((freq[c][f] + 1) / (totals[c] + vocab)) for f in feats)
+        right += max(prior, key=score) == label
+    n = len(docs[False])
+    return {"accuracy": round(right / n, 4) if n else None, "tested": n,
+            "train_worlds": sorted(train_worlds)}
+
+
 def audit(sessions: list[Session], *, executor_for=None) -> dict:
     """Every rate of the audit (see the module docstring). ``executor_for(world)`` gives a
     :class:`graphs.executor.SafeExecutor` for the symmetric check; None skips it."""
@@ -813,6 +895,10 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
         "follow_up_is_previous_plus_one_clause": extends_previous_share(sessions),
         "single_row": single_row_shares(turns),
         "typed_names": typed_names_report(sessions, executor_for=executor_for),
+        # --- wording variety (issue 20) ---
+        "repeated_utterances": repeated_utterance_share(turns),
+        "core_wordings_used": core_wordings_used(turns),
+        "phenomenon_classifier": phenomenon_classifier_accuracy(sessions),
     }
 
 
@@ -997,6 +1083,18 @@ def render(report: dict) -> str:
                f"the rest {one['rest'] * 100:.1f}% {one['rest_by_phenomenon']}, of which filters and contrasts "
                f"{one['filters'] * 100:.1f}% (a traversal lists what the data links, one entity too; a filter keeps "
                f"one member {ONE_ROW_FILTER_RATE:.0%} of the time)")
+    # --- wording variety (issue 20) ---
+    rep = report["repeated_utterances"]
+    out.append(f"utterances repeated word for word: {rep['share'] * 100:.2f}% of turns ({rep['turns']} turns "
+               f"whose utterance occurs more than once in the build)")
+    for u, k in rep["top"]:
+        out.append(f"  {k}x {u[:120]!r}")
+    out.append("distinct core wordings used per phenomenon: "
+               + ", ".join(f"{p} {k}" for p, k in report["core_wordings_used"].items()))
+    clf = report["phenomenon_classifier"]
+    if clf["accuracy"] is not None:
+        out.append(f"bag-of-words naive Bayes names the phenomenon of {clf['accuracy'] * 100:.1f}% of follow-up "
+                   f"turns from the utterance alone ({clf['tested']} turns of worlds unseen in training)")
     c = report["complexity"]
     out += ["", "gold complexity (per gold / share of golds):",
             f"  MATCH clauses {c['match_per_gold']}, hops {c['hops_per_gold']}, WITH {c['with_per_gold']}, "

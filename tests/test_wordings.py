@@ -17,6 +17,7 @@ from benchmark.wordings import REGISTERS, WordingsError, default_path, load_word
 
 KNOWN = dict(families=templates.FAMILIES, personas=PERSONAS, ambiguous=templates.AMBIGUOUS_FAMILIES)
 RAW = yaml.safe_load(default_path().read_text(encoding="utf-8"))
+N_STUDENT = len(RAW["personas"]["student"]["wrappers"])  # where an appended wrapper lands
 
 
 def _load(tmp_path: Path, raw) -> None:
@@ -35,7 +36,9 @@ def test_the_shipped_file_is_what_the_templates_render():
     assert "Sorry for my English. {core}" in w.first_turn_only
     assert "Sorry for my English. {core}" in w.wrappers["non_native_speaker"]
     assert "{core} Deduplicate the result." in w.listing_only
-    assert w.figure_only == {"{core} Exact values, please, no rounding."}
+    assert "{core} Exact values, please, no rounding." in w.figure_only
+    assert "Just the figure is fine." in w.figure_only and "The full list, please." in w.listing_only  # tails too
+    assert not w.figure_only & w.listing_only
     assert not (w.first_turn_only & w.later_turns_only)
     # families that share their wordings in the file (a YAML alias) render the same wordings
     assert w.questions["OPENING_ANCHORED"] == w.questions["TOPIC_SHIFT_ANCHORED"]
@@ -66,7 +69,7 @@ def _broken(edit):
     (_broken(lambda r: r["questions"].update(EXPAND_TWICE=r["questions"]["EXPAND"])),
      "questions: unknown ['EXPAND_TWICE']"),
     (_broken(lambda r: r["questions"]["EXPAND"].pop("terse")), "questions.EXPAND: unknown [] / missing ['terse']"),
-    (_broken(lambda r: r["questions"]["EXPAND"]["plain"].append(3)), "questions.EXPAND.plain[5]: a wording must be"),
+    (_broken(lambda r: r["questions"]["EXPAND"]["plain"].append(3)), f"questions.EXPAND.plain[{len(RAW['questions']['EXPAND']['plain'])}]: a wording must be"),
     (_broken(lambda r: r["questions"]["EXPAND"].update(tech=[])), "questions.EXPAND.tech: must be a non-empty list"),
     (_broken(lambda r: r["questions"]["EXPAND"]["plain"].__setitem__(0, "Which {target_noun are")),
      "questions.EXPAND.plain[0]: 'Which {target_noun are'"),
@@ -75,11 +78,11 @@ def _broken(edit):
     (_broken(lambda r: r["personas"]["student"].update(register="formal")),
      "personas.student.register: 'formal' is not one of"),
     (_broken(lambda r: r["personas"]["student"]["wrappers"].append("No core here.")),
-     "personas.student.wrappers[6]: 'No core here.': a wrapper holds {core} or {lc}"),
+     f"personas.student.wrappers[{N_STUDENT}]: 'No core here.': a wrapper holds {{core}} or {{lc}}"),
     (_broken(lambda r: r["personas"]["student"]["wrappers"].append({"text": "{core} Hm.", "turn": "last"})),
-     "personas.student.wrappers[6].turn: 'last' is not one of ['first', 'later']"),
+     f"personas.student.wrappers[{N_STUDENT}].turn: 'last' is not one of ['first', 'later']"),
     (_broken(lambda r: r["personas"]["student"]["wrappers"].append({"text": "{core} Hm.", "when": "first"})),
-     "personas.student.wrappers[6]: a wrapper mapping has 'text'"),
+     f"personas.student.wrappers[{N_STUDENT}]: a wrapper mapping has 'text'"),
     (_broken(lambda r: r["personas"]["casual_user"]["wrappers"].append({"text": "Hello, {lc}", "turn": "first"})),
      "the annotated wrapper 'Hello, {lc}' appears 2 times"),
     (_broken(lambda r: r["clarifications"].pop("AGG_SUM_AMBIGUOUS")),
