@@ -275,20 +275,6 @@ def filter_variant_kinds(session: Session, turn) -> set[str]:
     return kinds
 
 
-def filter_variant_shares(sessions: list[Session]) -> dict:
-    """Each filter variant's share of all turns, overall and per world."""
-    counts: dict[str, Counter] = defaultdict(Counter)
-    for s in sessions:
-        counts[s.world]["turns"] += len(s.turns)
-        for t in s.turns:
-            counts[s.world].update(filter_variant_kinds(s, t))
-    total = sum(counts.values(), Counter())
-
-    def shares(c: Counter) -> dict:
-        return {k: round(c[k] / c["turns"], 4) if c["turns"] else 0.0 for k in FILTER_VARIANT_KINDS}
-    return {"overall": shares(total), "per_world": {w: shares(counts[w]) for w in sorted(counts)}}
-
-
 # --- aggregate variants (issue 20) ---
 # comparisons with the user's number, yes/no questions over the members, percentages and per-group sums
 # or means (benchmark.chain's variants), read off the final RETURN; a yes/no's any() / all() over the
@@ -313,18 +299,6 @@ def aggregate_variant_kinds(turn) -> set[str]:
     if re.match(r"RETURN \w+\.`?\w+`? AS `?\w+`?, (?:sum|avg)\(", ret):
         kinds.add("per_group_sum_avg")
     return kinds
-
-
-def render_variant_shares(per_world: dict) -> list[str]:
-    """Each variant kind's share of all turns, overall and per world (a world's turns: its phenomena)."""
-    totals = {w: sum(v for k, v in kinds.items() if k.isupper()) for w, kinds in per_world.items()}  # phenomena
-    n = sum(totals.values()) or 1
-    out = ["", "aggregate variants, share of all turns (issue 20):"]
-    for k in AGGREGATE_VARIANT_KINDS:
-        overall = sum(kinds.get(k, 0) for kinds in per_world.values())
-        worlds = ", ".join(f"{w} {kinds.get(k, 0) / (totals[w] or 1) * 100:.1f}%" for w, kinds in per_world.items())
-        out.append(f"  {k}: {overall / n * 100:.2f}% ({overall}); {worlds}")
-    return out
 
 
 # --- date ranges, sorted lists, swaps (issue 20) ---
@@ -353,19 +327,20 @@ RANGE_SORT_SWAP_KINDS = ("date_range_aggregate", "sorted_list", "swap")
 NEW_KINDS = NEW_KINDS + RANGE_SORT_SWAP_KINDS
 
 
-def range_sort_swap_shares(sessions: list[Session]) -> dict:
-    """Each of those kinds' share of the turns, per world and overall (issue 20 asks at least 2% each)."""
-    counts: dict[str, Counter] = defaultdict(Counter)
-    turns: Counter = Counter()
-    for s in sessions:
-        for t in s.turns:
-            turns[s.world] += 1
-            turns["overall"] += 1
-            found = range_sort_swap_kinds(s, t)
-            counts[s.world].update(found)
-            counts["overall"].update(found)
-    return {w: {k: round(counts[w][k] / turns[w], 4) for k in RANGE_SORT_SWAP_KINDS}
-            for w in [*sorted(w for w in turns if w != "overall"), "overall"]}
+ISSUE20_KINDS = FILTER_VARIANT_KINDS + AGGREGATE_VARIANT_KINDS + RANGE_SORT_SWAP_KINDS
+
+
+def new_kind_shares(per_world: dict) -> dict:
+    """Each question kind of issue 20 as a share of all turns, overall and per world (a world's turns: the
+    sum of its phenomena in ``kinds_per_world``); the issue asks at least 2% overall and some in every world."""
+    totals = {w: sum(v for k, v in kinds.items() if k.isupper()) for w, kinds in per_world.items()}
+    n = sum(totals.values()) or 1
+    out = {}
+    for k in ISSUE20_KINDS:
+        worlds = {w: round(kinds.get(k, 0) / (totals[w] or 1), 4) for w, kinds in per_world.items()}
+        out[k] = {"overall": round(sum(kinds.get(k, 0) for kinds in per_world.values()) / n, 4),
+                  "lowest_world": min(worlds.values(), default=0.0), "per_world": worlds}
+    return out
 
 
 def complexity(turn) -> dict:
@@ -888,9 +863,8 @@ def audit(sessions: list[Session], *, executor_for=None) -> dict:
         "shares": {"REFINE": round(phen["REFINE"] / n, 4), "RECURSE": round(phen["RECURSE"] / n, 4)},
         "phenomena": dict(sorted(phen.items())),
         "five_word_openings": five_word_openings(turns),
-        "kinds_per_world": kinds_per_world(sessions),
-        "filter_variants": filter_variant_shares(sessions),
-        "range_sort_swap_shares": range_sort_swap_shares(sessions),
+        "kinds_per_world": (per_world := kinds_per_world(sessions)),
+        "new_kind_shares": new_kind_shares(per_world),
         "complexity": gold_complexity(turns),
         "follow_up_is_previous_plus_one_clause": extends_previous_share(sessions),
         "single_row": single_row_shares(turns),
@@ -938,15 +912,16 @@ def _source_rows(v: TurnView) -> int | None:
 def check_count_over_small_set(v: TurnView, hit: Hit) -> None:
     """A count asked over a list that just showed one item ("How many shelves?" -> 1), or over fewer than
     MIN_COUNTED members (a count per value: fewer than two values, or fewer than MIN_COUNTED members in
-    all; a count per member: one member; a yes/no, percentage or comparison: fewer than MIN_COUNTED
-    members listed). The generator's ``trivial_aggregate`` gate keeps them out."""
+    all; a count per member: one member; a yes/no, percentage, comparison or a count in a range of
+    years: fewer than MIN_COUNTED members listed). The generator's ``trivial_aggregate`` gate keeps them out."""
     t = v.turn
     if t.phenomenon != "AGG_COUNT":
         return
     listed = _source_rows(v)
     hit("count_after_one_item_list", listed == 1, v.tag)
     counts = [r[-1] for r in t.gold_rows]
-    if aggregate_variant_kinds(t):  # a yes/no, percentage or comparison over the members: one row
+    if aggregate_variant_kinds(t) or "date_range_aggregate" in range_sort_swap_kinds(v.session, t):
+        # a yes/no, percentage, comparison or a count of the members in a range: the set must be bigger
         small = listed is not None and listed < MIN_COUNTED
     elif t.gold_columns == ["count"]:
         small = counts[0] < MIN_COUNTED
@@ -1105,15 +1080,10 @@ def render(report: dict) -> str:
         new = ", ".join(f"{k} {kinds.get(k, 0)}" for k in NEW_KINDS)
         out.append(f"  {w}: {new}")
     out += render_typed_names(report["typed_names"])
-    fv = report["filter_variants"]  # issue 20
-    out += ["", "filter variants, share of all turns (overall; per world):",
-            "  overall: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in fv["overall"].items())]
-    out += [f"  {w}: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in shares.items())
-            for w, shares in fv["per_world"].items()]
-    out += render_variant_shares(report["kinds_per_world"])
-    out += ["", "date-range aggregates, sorted lists, swaps (share of turns):"]
-    for w, shares in report["range_sort_swap_shares"].items():
-        out.append(f"  {w}: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in shares.items()))
+    out += ["", "question kinds of issue 20, share of all turns (overall; lowest world; per world):"]
+    for k, sh in report["new_kind_shares"].items():
+        worlds = ", ".join(f"{w} {v * 100:.1f}" for w, v in sh["per_world"].items())
+        out.append(f"  {k:22s} {sh['overall'] * 100:5.2f}%  lowest {sh['lowest_world'] * 100:4.1f}%  ({worlds})")
     out += ["", "examples:"]
     for k in ORDER:
         for e in report["examples"].get(k, [])[:2]:

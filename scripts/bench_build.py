@@ -4,7 +4,7 @@ Builds the default test split (721 sessions on the seven benchmark worlds) into 
 and prints the wall time and the share of it spent inside Neo4j queries (summed executor time over
 worker threads / (wall time x workers)). Needs the worlds loaded (`python -m graphs load`).
 
-    python scripts/bench_build.py [--workers 1] [--sessions 721]
+    python scripts/bench_build.py [--workers 1] [--sessions 721] [--out DIR]
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1, help="worlds built in parallel (the CLI uses 4)")
     parser.add_argument("--sessions", type=int, default=721)
+    parser.add_argument("--out", help="keep the build here (default: a temporary directory)")
     args = parser.parse_args()
     from benchmark.build import build
 
     server.serve(progress=lambda *_: None)
-    out = tempfile.mkdtemp(prefix="cypherturn-build-")
+    out = args.out or tempfile.mkdtemp(prefix="cypherturn-build-")
     t0 = time.perf_counter()
     result = build("test", out, sessions=args.sessions, workers=args.workers)
     wall = time.perf_counter() - t0
