@@ -102,8 +102,8 @@ ONE_ROW_FILTER_RATE = 0.25
 # one legion stationed in them". FILTER and REFINE are proposed more often for them (WEIGHTS: 8 and 24 before)
 EITHER_RATE = 0.18  # needs two values that leave some members out
 NAME_MATCH_RATE = 0.07  # fits nearly every set but a serial-keyed one ("Legion 07"), so the last fallback
-LINKED_RATE = 0.2  # fits about half the sets it is drawn for (some members linked, some not)
-CORRECTION_RATE = 0.75  # of filtering turns right after a filter: "Actually, I meant arid, not temperate."
+LINKED_RATE = 0.32  # fits about half the sets it is drawn for (some members linked, some not)
+CORRECTION_RATE = 0.9  # of filtering turns right after a filter: "Actually, I meant arid, not temperate."
 NAME_STOPWORDS = frozenset({"the", "and", "of"})  # pattern words nobody searches a name for
 TURN_COUNTS = {5: 8, 6: 12, 7: 15, 8: 18, 9: 16, 10: 12, 11: 8, 12: 5}  # mean 8.22, as the paper
 CANDIDATE_TRIES = 40
@@ -120,8 +120,10 @@ BACK_LEADS = ("Going back to the {noun} from before", "Back to the {noun} from b
               "Returning to the {noun} we had earlier", "Let's go back to the {noun} from earlier")
 
 FILTERS = ("FILTER", "REFINE", "THRESHOLD", "COMPOUND")
-# how often each phenomenon is proposed (before feasibility); TOPIC_SHIFT rarer, as in the paper
-WEIGHTS = {"EXPAND": 10, "RECURSE": 24, "PIVOT": 8, "AGG_COUNT": 6, "AGG_MAX": 5, "AGG_AVG": 5, "AGG_SUM": 5,
+# how often each phenomenon is proposed (before feasibility); TOPIC_SHIFT rarer, as in the paper. AGG_COUNT
+# carries three variants of issue 20, drawn before its other kinds (a yes/no fits only half the sets it is
+# drawn on): proposed twice as often as before, so that the plain count kinds keep most of their turns
+WEIGHTS = {"EXPAND": 10, "RECURSE": 24, "PIVOT": 8, "AGG_COUNT": 12, "AGG_MAX": 5, "AGG_AVG": 5, "AGG_SUM": 5,
            "FILTER": 20, "REFINE": 40, "THRESHOLD": 8, "COMPOUND": 7, "CONTRAST": 12, "TOPIC_SHIFT": 4}
 
 
@@ -459,14 +461,14 @@ class WorldBuilder:
                      slots: dict):
         """AGG_COUNT: a count per member (zero included), a count per value of a property, a count over a
         range of years, a yes/no, percentage or comparison over the members, or one count."""
-        if rng.random() < RANGE_RATE:
-            ranged = self._range_aggregate("AGG_COUNT", base, uni, rng, slots)
-            if ranged is not None:
-                return ranged
         # issue 20: yes/no, percentage, comparison; not over a list of one or two (trivial_aggregate)
         variant = self._count_variant(base, uni, rng, slots) if len(self.members(base)) >= MIN_COUNTED else None
         if variant is not None:
             return variant
+        if rng.random() < RANGE_RATE:
+            ranged = self._range_aggregate("AGG_COUNT", base, uni, rng, slots)
+            if ranged is not None:
+                return ranged
         if rng.random() < PER_MEMBER_RATE:
             each = self._count_each(base, rng, var, slots)
             if each is not None:
@@ -1386,10 +1388,8 @@ def persona_plan(n: int, rng: random.Random) -> list[str]:
 # --- aggregate variants (issue 20) ---
 # of AGG_COUNT turns: a yes/no question, a percentage, a count compared with a number; of AGG_MAX /
 # AGG_AVG / AGG_SUM turns: the figure compared with a number, (sum and mean) one figure per group
-VARIANT_RATES = {"yes_no": 0.42, "percentage": 0.3, "count_compare": 0.03, "figure_compare": 0.08, "per_group": 0.4}
-# AGG_COUNT now carries three more kinds (a yes/no fits only half the sets it is drawn on): proposed
-# 10/6 as often, so that its own count kinds (per member, per value, plain) keep most of their turns
-WEIGHTS["AGG_COUNT"] = 10
+# (drawn before a count over a range of years; the rates bring each kind to 2-3% of the default build's turns)
+VARIANT_RATES = {"yes_no": 0.5, "percentage": 0.25, "count_compare": 0.06, "figure_compare": 0.15, "per_group": 0.5}
 
 
 def near_round(value: float, below: bool, whole: bool) -> Any | None:
