@@ -381,6 +381,8 @@ def render(family: str, persona: str, slots: Mapping[str, str], rng: random.Rand
     led = bool(back) or family in _TOPIC_SHIFT  # the utterance already has its one lead-in
     if led:
         cores = [c for c in cores if not _CORE_LEAD_IN.match(c)] or cores
+    if back:  # "going back to the X from before" and then "the current set" would contradict each other
+        cores = [c for c in cores if "current" not in c] or cores
     if used is not None:  # a user does not ask twice in the same words
         cores = [c for c in cores if c not in used] or cores
     core = rng.choice(cores)
