@@ -65,11 +65,11 @@ from benchmark.lexicon import Lexicon
 from benchmark.rewrite import Rewriter, RewriteStats, apply_rewrite, must_keep
 from benchmark.session import PERSONAS, PHENOMENA, TECHNICAL_PERSONAS, Session, Turn
 from cypherturn.errors import CypherTurnError, InfrastructureError, InvariantError
+from graphs.cypher_syntax import is_ordered
 from graphs.executor import QueryResult, SafeExecutor
 from graphs.generator import Graph, generate
 from graphs.search import SearchUnavailable, search_values
 from graphs.spec import RelationshipSpec, WorldSpec
-from scoring.metrics.ex import is_ordered
 
 MAX_SET = 60  # largest listed result kept
 MIN_OPENING = 2  # an opening lists at least this many entities
@@ -145,7 +145,7 @@ def canonical_rows(rows: list[list[Any]]) -> list[list[Any]]:
 
 def stored_rows(cypher: str, rows: list[list[Any]]) -> list[list[Any]]:
     """A gold's rows as a session stores them: in the query's own order when its final RETURN is
-    ordered (the judge then compares in order, ``scoring.metrics.ex.is_ordered``; the builder only asks
+    ordered (the judge then compares in order, ``graphs.cypher_syntax.is_ordered``; the builder only asks
     for orders without ties), else canonical."""
     return [list(r) for r in rows] if is_ordered(cypher) else canonical_rows(rows)
 

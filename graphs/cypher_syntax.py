@@ -48,6 +48,7 @@ needs no backticks), ``decode_string`` (a string literal's value).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -63,7 +64,7 @@ __all__ = [
     "TEMPORAL_FUNCTIONS", "WORD_OPERATORS", "STATEMENT_WORDS", "VOCABULARY",
     "OPENING", "is_opening", "is_closing", "bracket_pairs", "Around", "enclosing_brackets", "nesting_depth", "group_end",
     "Clause", "parse", "top_level", "split_union", "split_clauses", "find_top", "final_return",
-    "projection_is_aggregating",
+    "projection_is_aggregating", "is_ordered",
 ]
 
 # -- keyword sets (each defined once) ---------------------------------------------------------------
@@ -484,6 +485,25 @@ def final_return(query: str) -> tuple[list[Token], dict[int, int], Clause] | Non
     if last is None:
         return None
     return toks, pairs, Clause("RETURN", last, last + 1, e)
+
+
+@functools.lru_cache(maxsize=8192)  # a pure function of the text; golds come back every batch and epoch
+def is_ordered(cypher: str) -> bool:
+    """Whether the query's final projection is ordered: its last top-level RETURN has ORDER BY.
+
+    ``ORDER BY`` inside a string, a comment, a subquery, a ``WITH`` before the final RETURN or a
+    property named ``order`` does not count. A text that cannot be parsed is treated as unordered.
+    The judge compares ordered golds as lists (``scoring.metrics.ex``); the builder keeps their rows
+    in order; both ask here.
+    """
+    try:
+        found = final_return(cypher)
+    except CypherParseError:
+        return False
+    if found is None:
+        return False
+    toks, pairs, clause = found
+    return find_top(toks, pairs, clause.body, clause.end, "ORDER") is not None
 
 
 def projection_is_aggregating(toks: list[Token], pairs: dict[int, int], s: int, e: int) -> bool:

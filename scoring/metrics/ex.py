@@ -22,33 +22,14 @@ Everything here is a pure function of result sets (the executor's normalized ``c
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import Counter
 from typing import Any, Sequence
 
 from cypherturn.errors import InputError
-from graphs.cypher_syntax import CypherParseError, find_top, final_return
+from graphs.cypher_syntax import is_ordered  # defined with the parser: the builder asks it too
 
 __all__ = ["is_ordered", "canonical", "canonical_row", "ex_strict"]
-
-
-@functools.lru_cache(maxsize=8192)  # a pure function of the text; golds come back every batch and epoch
-def is_ordered(cypher: str) -> bool:
-    """Whether the query's final projection is ordered: its last top-level RETURN has ORDER BY.
-
-    Parsed with the Cypher toolkit, ``graphs.cypher_syntax`` (so ``ORDER BY`` inside a string, a
-    comment, a subquery, a ``WITH`` before the final RETURN or a property named ``order`` does not
-    count). A text that cannot be parsed is treated as unordered.
-    """
-    try:
-        found = final_return(cypher)
-    except CypherParseError:
-        return False
-    if found is None:
-        return False
-    toks, pairs, clause = found
-    return find_top(toks, pairs, clause.body, clause.end, "ORDER") is not None
 
 
 def _float(x: float) -> Any:
