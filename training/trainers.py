@@ -268,6 +268,10 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         # the rows are already tokenized and carry their own mask data: TRL must neither re-tokenize nor drop it
         training_args.dataset_kwargs = {**(training_args.dataset_kwargs or {}), "skip_prepare_dataset": True}
         training_args.remove_unused_columns = False
+        # the rows' targets are the answer tokens already (training.packing); TRL's own answer masks read the
+        # conversation, which these rows no longer carry
+        training_args.assistant_only_loss = False
+        training_args.completion_only_loss = False
         extra["data_collator"] = PrefixTreeCollator(tok.pad_token_id)
         packing_info = {"rows": len(rows), "row_tokens": sum(len(r["input_ids"]) for r in rows),
                         "example_tokens": sum(r["example_tokens"] for r in rows)}
