@@ -13,7 +13,13 @@ optimizer step (one example) and the trainable parameters. The levers:
 - ``lora_fp32`` / ``lora_bf16``: LoRA r=16 on every linear layer of every decoder layer;
 - ``lora_topN_fp32`` / ``lora_topN_bf16``: LoRA on the top N decoder layers only (``lora_layers: N``):
   the backward pass stops below them;
-- ``lora_topN_attn_bf16``: the same on the attention projections only.
+- ``lora_topN_attn_bf16``: the same on the attention projections only;
+- any of them with ``_tree`` (``lora_top16_bf16_tree``): the examples of a session packed into one
+  prefix-tree row (``share_prefixes: true``, ``training/packing.py``), the prompt they share computed once;
+  its seconds per example are the rows' time divided by the examples in them (its "median" is that mean).
+
+Compare a ``_tree`` lever with its flat twin on whole sessions: ``--sessions 2`` trains every guided example
+of the first two sessions (instead of ``--examples`` of median length) under every lever.
 """
 
 from __future__ import annotations
@@ -34,26 +40,31 @@ from envs.models import load_tokenizer  # noqa: E402
 
 DEFAULT_LEVERS = ["full_fp32", "full_bf16", "lora_fp32", "lora_bf16", "lora_top16_fp32", "lora_top16_bf16",
                   "lora_top10_bf16", "lora_top8_bf16", "lora_top16_attn_bf16"]
-_LEVER = re.compile(r"\A(full|lora)(?:_top(\d+))?(_attn)?_(fp32|bf16)\Z")
+_LEVER = re.compile(r"\A(full|lora)(?:_top(\d+))?(_attn)?_(fp32|bf16)(_tree)?\Z")
 
 
 def parse_lever(name: str) -> dict:
     m = _LEVER.match(name)
     if not m:
         raise SystemExit(f"unknown lever {name!r}: full|lora[_topN][_attn]_fp32|bf16, e.g. lora_top10_bf16")
-    kind, top, attn, dtype = m.groups()
+    kind, top, attn, dtype, tree = m.groups()
     if kind == "full" and (top or attn):
         raise SystemExit(f"{name}: top-layer and attention-only levers apply to LoRA")
     return {"peft": kind == "lora", "layers": int(top) if top else None,
-            "modules": ["q_proj", "k_proj", "v_proj", "o_proj"] if attn else "all-linear", "bf16": dtype == "bf16"}
+            "modules": ["q_proj", "k_proj", "v_proj", "o_proj"] if attn else "all-linear", "bf16": dtype == "bf16",
+            "tree": bool(tree)}
 
 
-def pick_examples(dataset: str, fmt: str, n: int, tokenizer) -> list[dict]:
-    """``n`` SFT examples whose prompts lie closest to the median prompt length of the first sessions."""
+def pick_examples(dataset: str, fmt: str, n: int, tokenizer, sessions_n: int | None = None) -> list[dict]:
+    """``n`` SFT examples whose prompts lie closest to the median prompt length of the first sessions, or
+    every example of the first ``sessions_n`` sessions in turn order."""
     from training.data import sft_examples
 
-    sessions = list(read_sessions(dataset))[:12]
+    sessions = list(read_sessions(dataset))[:sessions_n or 12]
     examples = sft_examples(sessions, [fmt], chat_tools=False)
+    if sessions_n:
+        print(f"{len(examples)} examples of {len(sessions)} sessions", flush=True)
+        return examples
     lengths = [len(tokenizer(tokenizer.apply_chat_template(e["messages"][:-1], tokenize=False))["input_ids"])
                for e in examples]
     median = statistics.median(lengths)
@@ -78,13 +89,24 @@ def time_lever(name: str, examples: list[dict], warmup: int, out: Path, *, dropo
                              lora_dropout=dropout,
                              lora_target_modules=lever["modules"])
     model, tok, peft_config, _ = load_for_training(model_args, lora_layers=lever["layers"])
-    steps = warmup + len(examples)
-    data = [{"messages": e["messages"]} for e in (examples[:warmup] + examples)]
+    extra = {}
+    if lever["tree"]:
+        from training.packing import PrefixTreeCollator, attach_tree_mask, packed_rows
+
+        rows = packed_rows(examples, tok, 8192)
+        data = rows[:warmup] + rows
+        per_step = [r["examples"] for r in rows]
+        extra = {"data_collator": PrefixTreeCollator(tok.pad_token_id)}
+    else:
+        data = [{"messages": e["messages"]} for e in (examples[:warmup] + examples)]
+        per_step = [1] * len(examples)
+    steps = len(data)
     args = SFTConfig(output_dir=str(out / name), max_steps=steps, per_device_train_batch_size=1,
                      gradient_accumulation_steps=1, learning_rate=1e-4, use_cpu=True, bf16=lever["bf16"],
                      assistant_only_loss=True, max_length=4096, logging_steps=1000, save_strategy="no",
                      report_to="none", seed=0, dataloader_num_workers=0, gradient_checkpointing=checkpointing,
-                     loss_type=loss_type)
+                     loss_type=loss_type, remove_unused_columns=not lever["tree"],
+                     dataset_kwargs={"skip_prepare_dataset": True} if lever["tree"] else None)
 
     class Clock(TrainerCallback):
         def __init__(self):
@@ -98,15 +120,19 @@ def time_lever(name: str, examples: list[dict], warmup: int, out: Path, *, dropo
 
     clock = Clock()
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(data), processing_class=tok,
-                         peft_config=peft_config, callbacks=[clock])
-    # SFTTrainer shuffles; every lever sees the same examples, so the mean is comparable across levers
+                         peft_config=peft_config, callbacks=[clock], **extra)
+    if lever["tree"]:
+        attach_tree_mask(trainer.model)
+    # every lever sees the same examples, so the mean is comparable across levers
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     trainer.train()
     counted = clock.times[warmup:]
     del trainer, model
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
-    return {"lever": name, "median_s": statistics.median(counted), "mean_s": statistics.fmean(counted),
-            "steps": counted, "trainable_params": trainable}
+    mean = sum(counted) / sum(per_step)
+    # the trainer samples rows in its own order: a row lever's figure is its total time over its examples
+    return {"lever": name, "median_s": mean if lever["tree"] else statistics.median(counted), "mean_s": mean,
+            "steps": counted, "examples_per_step": per_step, "trainable_params": trainable}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--format", default="guided_action", help="SFT format of the examples (training.data.SFT_FORMATS)")
     p.add_argument("--levers", nargs="+", default=DEFAULT_LEVERS)
     p.add_argument("--examples", type=int, default=4)
+    p.add_argument("--sessions", type=int, help="every example of the first N sessions instead of --examples")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     p.add_argument("--lora-dropout", type=float, default=0.0, help="the CPU recipe's (0.0)")
@@ -132,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    examples = pick_examples(args.dataset, args.format, args.examples, load_tokenizer("smollm2-135m"))
+    examples = pick_examples(args.dataset, args.format, args.examples, load_tokenizer("smollm2-135m"), args.sessions)
     results = []
     for name in args.levers:
         r = time_lever(name, examples, args.warmup, Path(args.work), dropout=args.lora_dropout,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -76,6 +77,26 @@ def test_sft_writes_an_adapter_checkpoint_that_evaluate_scores(sft_checkpoint, t
     assert any("loss" in h for h in history)
     summary, meta = _evaluate(out, tmp_path)
     assert meta["chat_format"] == "tools" and summary["turns_scored"] > 0 and summary["infra_errors"] == 0
+
+
+def test_sft_trains_on_prefix_tree_rows(tmp_path):
+    """share_prefixes: each session's turns in one row (training/packing.py); two rows a batch, so one is padded."""
+    out = tmp_path / "sft"
+    _run([sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),
+          "--max_steps", "2", "--formats", "guided_action", "--chat_format", "text", "--share_prefixes", "true",
+          "--max_examples", "10"], tmp_path)
+    info = json.loads((out / "cypherturn.json").read_text())
+    assert info["examples"] == 10 and info["share_prefixes"]["rows"] >= 2
+    assert info["share_prefixes"]["row_tokens"] < info["share_prefixes"]["example_tokens"] / 2
+    state = json.loads((out / "trainer_state.json").read_text())
+    losses = [h["loss"] for h in state["log_history"] if "loss" in h]
+    assert losses and all(math.isfinite(x) and x > 0 for x in losses)
+    digest = json.loads((out / "param_digest_rank0.json").read_text())
+    assert digest["before"] != digest["after"]
+    # TRL counts each batch's padded row width (from position_ids), not the 4-D mask's L x L cells: two steps,
+    # each at most every row's tokens
+    tokens = [h["num_tokens"] for h in state["log_history"] if "num_tokens" in h]
+    assert tokens and tokens[-1] <= 2 * info["share_prefixes"]["row_tokens"]
 
 
 def test_full_fine_tuning_writes_a_whole_model_that_evaluate_scores(tmp_path):

@@ -60,6 +60,11 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
         "help": "share of the guided_action examples shown with their world's labels and relationship types "
                 "renamed (schema, users' nouns and answer alike; training/renaming.py), so that names must be "
                 "read from the schema given: a small model otherwise learns the training worlds' names by heart"})
+    share_prefixes: bool = field(default=False, metadata={
+        "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "
+                "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "
+                "max_examples then takes whole sessions (the last one cut to fit), and rename_schema renames "
+                "whole sessions"})
 
 
 @dataclass

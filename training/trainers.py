@@ -252,33 +252,78 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     examples = sft_examples(train, args.formats, verify=args.verify, turns=args.turns,
                             chat_tools=chat_format == "tools", env_timeout=args.env_timeout,
                             progress=state.is_main_process)
-    examples = _take(examples, args, training_args.seed)
+    examples = (_take_sessions if args.share_prefixes else _take)(examples, args, training_args.seed)
     if not examples:
         raise InputError("no SFT examples: the training sessions are empty")
     if args.rename_schema:
-        examples = _renamed(examples, train, args.rename_schema, training_args.seed)
-    dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
+        examples = _renamed(examples, train, args.rename_schema, training_args.seed, by_session=args.share_prefixes)
     model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
                                                       args.lora_layers)
+    extra: dict[str, Any] = {}
+    if args.share_prefixes:
+        from training.packing import PrefixTreeCollator, attach_tree_mask, packed_rows
+
+        rows = packed_rows(examples, tok, training_args.max_length or 4096)
+        dataset = Dataset.from_list(rows)
+        # the rows are already tokenized and carry their own mask data: TRL must neither re-tokenize nor drop it
+        training_args.dataset_kwargs = {**(training_args.dataset_kwargs or {}), "skip_prepare_dataset": True}
+        training_args.remove_unused_columns = False
+        # the rows' targets are the answer tokens already (training.packing); TRL's own answer masks read the
+        # conversation, which these rows no longer carry
+        training_args.assistant_only_loss = False
+        training_args.completion_only_loss = False
+        extra["data_collator"] = PrefixTreeCollator(tok.pad_token_id)
+        packing_info = {"rows": len(rows), "row_tokens": sum(len(r["input_ids"]) for r in rows),
+                        "example_tokens": sum(r["example_tokens"] for r in rows)}
+        log.info("prefix-tree packing: %d examples in %d rows, %d tokens instead of %d", len(examples),
+                 packing_info["rows"], packing_info["row_tokens"], packing_info["example_tokens"])
+    else:
+        dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
+        packing_info = None
     info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples),
-                 rename_schema=args.rename_schema)
+                 rename_schema=args.rename_schema, share_prefixes=packing_info)
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
-                         peft_config=peft_config,
+                         peft_config=peft_config, **extra,
                          callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
+    if args.share_prefixes:
+        attach_tree_mask(trainer.model)
     return _train_and_save(trainer, training_args, info)
 
 
-def _renamed(examples: list[dict], sessions: list, share: float, seed: int) -> list[dict]:
+def _take_sessions(examples: list[dict], args: CypherTurnDataArguments, seed: int) -> list[dict]:
+    """``_take`` by whole sessions (prefix-tree packing shares a prompt only within a session): the sessions in
+    a shuffled order, each with every example of it, until ``max_examples`` (the last session cut to fit)."""
+    by_session: dict[str, list[dict]] = {}
+    for e in examples:
+        by_session.setdefault(e["session"], []).append(e)
+    order = sorted(by_session)
+    random.Random(seed).shuffle(order)
+    out: list[dict] = []
+    for sid in order:
+        out += by_session[sid]
+    return out[:args.max_examples] if args.max_examples else out
+
+
+def _renamed(examples: list[dict], sessions: list, share: float, seed: int, *, by_session: bool = False) -> list[dict]:
     """``examples`` with a ``share`` of the guided_action ones renamed (``training.renaming``), chosen and
-    renamed with ``seed``."""
+    renamed with ``seed``. ``by_session``: a session's examples are all renamed or none, each with the same
+    draw of names (its turns then still share their prompts, for prefix-tree packing)."""
     from training.renaming import renamed_conversation
 
     world = {s.id: s.world for s in sessions}
     rng = random.Random(seed)
+    chosen: dict[str, bool] = {}
     out = []
     for e in examples:
-        if e["format"] == "guided_action" and rng.random() < share:
-            e = {**e, "messages": renamed_conversation(e["messages"], world[e["session"]], rng)}
+        if e["format"] == "guided_action":
+            if by_session:
+                if e["session"] not in chosen:
+                    chosen[e["session"]] = rng.random() < share
+                if chosen[e["session"]]:
+                    names = random.Random(f"{seed}:{e['session']}")  # the same names for every turn
+                    e = {**e, "messages": renamed_conversation(e["messages"], world[e["session"]], names)}
+            elif rng.random() < share:
+                e = {**e, "messages": renamed_conversation(e["messages"], world[e["session"]], rng)}
         out.append(e)
     return out
 
