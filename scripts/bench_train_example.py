@@ -103,7 +103,7 @@ def time_lever(name: str, examples: list[dict], warmup: int, out: Path, *, dropo
     steps = len(data)
     args = SFTConfig(output_dir=str(out / name), max_steps=steps, per_device_train_batch_size=1,
                      gradient_accumulation_steps=1, learning_rate=1e-4, use_cpu=True, bf16=lever["bf16"],
-                     assistant_only_loss=True, max_length=4096, logging_steps=1000, save_strategy="no",
+                     assistant_only_loss=not lever["tree"], max_length=4096, logging_steps=1000, save_strategy="no",
                      report_to="none", seed=0, dataloader_num_workers=0, gradient_checkpointing=checkpointing,
                      loss_type=loss_type, remove_unused_columns=not lever["tree"],
                      dataset_kwargs={"skip_prepare_dataset": True} if lever["tree"] else None)
