@@ -256,21 +256,39 @@ def test_holdout_keeps_every_world_on_both_sides(sessions):
 
 
 def test_guided_action_examples_answer_the_turn_prompt_with_the_gold_submission(sessions):
-    from envs.actions import SUBMIT, parse_action
+    from envs.actions import SEARCH, SUBMIT, parse_action
     from rewards.completions import extract_query
-    from training.data import sft_examples
+    from training.data import MAX_SEARCHES, sft_examples
 
-    examples = sft_examples(sessions[:2], ["guided_action"], chat_tools=False)
-    assert len(examples) == sum(len(s.turns) for s in sessions[:2])
-    by_id = {s.id: s for s in sessions}
+    chosen = sessions[:2] + [s for s in sessions[2:] if any(t.typed_names for t in s.turns)][:2]
+    assert any(t.typed_names for s in chosen for t in s.turns)  # the lookups below are exercised
+    examples = sft_examples(chosen, ["guided_action"], chat_tools=False)
+    by_id = {s.id: s for s in chosen}
+    answers = [e for e in examples if e["messages"][-1]["content"].startswith("SUBMIT_ANSWER")]
+    assert len(answers) == sum(len(s.turns) for s in chosen)  # one answer a turn
+    searches = 0
     for e in examples:
-        gold = by_id[e["session"]].turns[e["turn"]].gold_cypher
-        assert [m["role"] for m in e["messages"]] == ["system", "user", "assistant"] and e["tools"] is None
-        answer = e["messages"][-1]["content"]
-        action = parse_action(answer)  # the environment reads it as one SUBMIT_ANSWER of the gold
-        assert action.type == SUBMIT and action.argument == gold
-        assert extract_query(answer, "action") == gold  # and so does the execution reward's "action" mode
+        turn = by_id[e["session"]].turns[e["turn"]]
+        typed = turn.typed_names[:MAX_SEARCHES]
+        roles = [m["role"] for m in e["messages"]]
+        assert roles[:2] == ["system", "user"] and roles[-1] == "assistant" and e["tools"] is None
         assert f"(turn {e['turn'] + 1})" in e["messages"][1]["content"]
+        action = parse_action(e["messages"][-1]["content"])
+        looked_up = (len(roles) - 3) // 2  # the lookups played before this row's action
+        if action.type == SEARCH:
+            # a name the user typed, looked up as typed: the row teaches the lookup, the next row the answer
+            searches += 1
+            assert action.argument["query"] == typed[looked_up]["typed"]
+            assert action.argument["query"] in e["messages"][1]["content"]
+            assert typed[looked_up]["stored"] != typed[looked_up]["typed"]
+        else:
+            assert action.type == SUBMIT and action.argument == turn.gold_cypher
+            assert extract_query(e["messages"][-1]["content"], "action") == turn.gold_cypher
+            assert looked_up == len(typed)
+            # the stored name the answer uses is shown to the model, by the lookups' observations
+            for t, observation in zip(typed, e["messages"][3::2]):
+                assert observation["role"] == "user" and t["stored"] in observation["content"]
+    assert searches == sum(len(t.typed_names[:MAX_SEARCHES]) for s in chosen for t in s.turns) > 0
 
 
 def test_lora_layers_puts_the_adapter_on_the_top_layers_only():

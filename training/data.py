@@ -6,6 +6,9 @@
   question) answered with ``<reasoning><key_value>…</key_value><relationship>…</relationship></reasoning>
   <answer>CYPHER</answer>``, key-values and triples taken from the generator, not parsed from text. The
   environment's grammar reads that response as a SUBMIT_ANSWER, so such a model is scored as is.
+- The action format (``guided_action``, the CPU recipe's): the guided turn prompt answered with the action
+  in the environment's plain grammar, ``SUBMIT_ANSWER <gold>``; a name the user typed as the graph does not
+  store it is first looked up with ``SEARCH_VALUES`` (one row per action, ``action_conversations``).
 
 ``oracle_tool_conversation`` plays one training row with the oracle through the TRL adapter itself,
 so every tool result in the conversation is the real one from Neo4j; the conversation is in the
@@ -132,9 +135,36 @@ def action_response(turn) -> str:
     return f"SUBMIT_ANSWER {turn.gold_cypher}"
 
 
-def action_conversation(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> list[dict[str, str]]:
-    """The row's prompt with its turn prompt (from ``env.reset``) and ``action_response`` as the answer."""
-    return turn_prompt(env, row) + [{"role": "assistant", "content": action_response(turn)}]
+# guided turns have 3 actions: at most this many go to value lookups, one stays for the answer
+MAX_SEARCHES = 2
+
+
+def search_action(typed: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The SEARCH_VALUES action (plain grammar) that resolves a name as the user typed it
+    (``Turn.typed_names``), and its arguments."""
+    arguments = {"label": typed["label"], "property": typed["property"], "query": typed["typed"]}
+    return "SEARCH_VALUES " + json.dumps(arguments, ensure_ascii=False), arguments
+
+
+def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> list[list[dict[str, str]]]:
+    """The guided turn as the CPU recipe teaches it, one conversation per action: the turn prompt (from
+    ``env.reset``); for each name the user typed in a form the graph does not store (a typo, part of the name,
+    other case: ``Turn.typed_names``), ``SEARCH_VALUES`` with that text, answered by the environment's real
+    observation (a user message, as the evaluator's text chat format shows it); then ``action_response``.
+    Without the lookups the answer would name a stored value the prompt never shows, which teaches a model to
+    make names up. Each conversation ends with the action it teaches; the next one starts with it."""
+    messages = turn_prompt(env, row)
+    out = []
+    for typed in turn.typed_names[:MAX_SEARCHES]:
+        action, arguments = search_action(typed)
+        out.append(messages + [{"role": "assistant", "content": action}])
+        observation = env.search_values(**arguments)
+        if typed["stored"] not in observation:
+            raise InvariantError(f"SEARCH_VALUES {arguments} did not find {typed['stored']!r} on "
+                                 f"{row['session']} turn {row['turn']}")
+        messages = messages + [{"role": "assistant", "content": action}, {"role": "user", "content": observation}]
+    out.append(messages + [{"role": "assistant", "content": action_response(turn)}])
+    return out
 
 
 SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
@@ -146,8 +176,9 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
     """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
     in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
-    ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``.
-    ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
+    ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``, after a SEARCH_VALUES
+    example for each name the user typed as the graph does not store it (``action_conversations``: such a turn
+    gives several rows). ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
 
@@ -163,13 +194,15 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
         env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol=protocol, timeout=env_timeout))
         rows = make_training_rows(sessions, protocol, turns=wanted)
         for row in tqdm(rows, desc=f"SFT data ({fmt})", unit="turn", disable=not progress):
-            if fmt in ("paper", "guided_action"):
-                make = paper_conversation if fmt == "paper" else action_conversation
-                messages = make(env, row, by_id[row["session"]].turns[int(row["turn"])])
+            turn = by_id[row["session"]].turns[int(row["turn"])]
+            if fmt == "guided_action":
+                conversations = action_conversations(env, row, turn)
+            elif fmt == "paper":
+                conversations = [paper_conversation(env, row, turn)]
             else:
-                messages = flat_messages(oracle_tool_conversation(env, row, by_id, verify=verify))
-            out.append({"messages": messages, "tools": tools, "format": fmt, "session": row["session"],
-                        "turn": int(row["turn"])})
+                conversations = [flat_messages(oracle_tool_conversation(env, row, by_id, verify=verify))]
+            out += [{"messages": messages, "tools": tools, "format": fmt, "session": row["session"],
+                     "turn": int(row["turn"])} for messages in conversations]
     return out
 
 

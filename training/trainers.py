@@ -315,7 +315,9 @@ def _renamed(examples: list[dict], sessions: list, share: float, seed: int, *, b
     chosen: dict[str, bool] = {}
     out = []
     for e in examples:
-        if e["format"] == "guided_action":
+        # a turn with a value lookup keeps its names: the lookup's label is JSON, which renaming does not read
+        if e["format"] == "guided_action" and not any(m["content"].startswith("SEARCH_VALUES")
+                                                      for m in e["messages"] if m["role"] == "assistant"):
             if by_session:
                 if e["session"] not in chosen:
                     chosen[e["session"]] = rng.random() < share
