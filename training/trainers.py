@@ -308,6 +308,7 @@ def _renamed(examples: list[dict], sessions: list, share: float, seed: int, *, b
     """``examples`` with a ``share`` of the guided_action ones renamed (``training.renaming``), chosen and
     renamed with ``seed``. ``by_session``: a session's examples are all renamed or none, each with the same
     draw of names (its turns then still share their prompts, for prefix-tree packing)."""
+    from envs.actions import SEARCH
     from training.renaming import renamed_conversation
 
     world = {s.id: s.world for s in sessions}
@@ -316,7 +317,7 @@ def _renamed(examples: list[dict], sessions: list, share: float, seed: int, *, b
     out = []
     for e in examples:
         # a turn with a value lookup keeps its names: the lookup's label is JSON, which renaming does not read
-        if e["format"] == "guided_action" and not any(m["content"].startswith("SEARCH_VALUES")
+        if e["format"] == "guided_action" and not any(m["content"].startswith(SEARCH)
                                                       for m in e["messages"] if m["role"] == "assistant"):
             if by_session:
                 if e["session"] not in chosen:
