@@ -325,9 +325,12 @@ def contrast(s: EntitySet, key: str) -> Step:
         raise ChainError("CONTRAST needs a set produced by a filter")
     parent, cond = s.parent, s.condition
     negated = Condition(f"NOT coalesce({cond.text}, false)", cond.key_values, cond.props, cond.triples)
+    # the complement is filtered on the same properties: a later test of them is decided by the filter
+    # ("any of those with no recorded year of death?" after "the ones with one" is always no)
+    props = {kv.property for kv in cond.key_values} | set(cond.props)
     new = EntitySet(s.label, s.var, tuple(parent.filtered(negated.text)),
                     _merge(parent.key_values, cond.key_values), _merge(parent.triples, cond.triples), parent, negated,
-                    parent.filtered_props, origin=parent.origin, distinct_rows=True)
+                    parent.filtered_props | props, origin=parent.origin, distinct_rows=True)
     return _list_step(new, key)
 
 

@@ -111,7 +111,7 @@ CANDIDATE_TRIES = 40
 # --- date ranges, sorted lists, swaps (issue 20) ---
 RANGE_RATE = 0.8  # of AGG_COUNT turns on a set with a date or year: a count over a range of years
 # ... of AGG_SUM / AGG_AVG turns: lower, these keep their ambiguous wordings (the 5-10% of ambiguous turns)
-RANGE_NUMERIC_RATE = 0.25
+RANGE_NUMERIC_RATE = 0.35
 SORTED_RATE = 0.5  # of EXPAND turns: the new set listed in the order of one of its properties
 SWAP_RATE = 0.3  # of turns right after an opening or a topic shift that names an entity: "what about X?"
 SWAP_TRIES = 8  # other entities tried for a swap before giving up
@@ -1390,7 +1390,7 @@ def persona_plan(n: int, rng: random.Random) -> list[str]:
 # of AGG_COUNT turns: a yes/no question, a percentage, a count compared with a number; of AGG_MAX /
 # AGG_AVG / AGG_SUM turns: the figure compared with a number, (sum and mean) one figure per group
 # (drawn before a count over a range of years; the rates bring each kind to 2-3% of the default build's turns)
-VARIANT_RATES = {"yes_no": 0.5, "percentage": 0.25, "count_compare": 0.06, "figure_compare": 0.15, "per_group": 0.5}
+VARIANT_RATES = {"yes_no": 0.62, "percentage": 0.25, "count_compare": 0.06, "figure_compare": 0.15, "per_group": 0.5}
 
 
 def near_round(value: float, below: bool, whole: bool) -> Any | None:

@@ -1028,12 +1028,37 @@ def single_row_shares(turns: list[Turn]) -> dict:
             "rest_by_phenomenon": dict(sorted(rest.items()))}
 
 
+_YES_NO_TEST = re.compile(r"RETURN (?:any|all)\(x IN collect\((\w+)\) WHERE x\.(`?\w+`?)")
+# {which} ("whose climate is arid", "with no recorded motto", "marked as protected") follows a noun or
+# "one(s)"; straight after "is" / "are" only "marked as" reads as English
+_VERB_BEFORE_WHICH = re.compile(r"\b(?:is|are) (?:whose|with (?:no|a) recorded)\b", re.I)
+
+
+def check_yes_no_on_filtered_property(v: TurnView, hit: Hit) -> None:
+    """A yes/no question about a property the set was itself filtered on (or complemented on): the filter
+    decides the answer ("any of those with no recorded year of death?" right after "the ones with one")."""
+    c = v.turn.gold_cypher
+    m = _YES_NO_TEST.search(c[c.rfind("RETURN"):])
+    if m:
+        var, prop = m.group(1), m.group(2)
+        own = where_conditions(c[:c.rfind("RETURN")])
+        hit("yes_no_on_filtered_property", any(re.search(rf"\b{var}\.{re.escape(prop)}\b", x) for x in own), v.tag)
+
+
+def check_verb_before_which(v: TurnView, hit: Hit) -> None:
+    """A set description glued to a verb: "is any of those tomes is whose language is Draconic"."""
+    if aggregate_variant_kinds(v.turn) & {"yes_no", "percentage"}:
+        hit("verb_before_which", any(_VERB_BEFORE_WHICH.search(x) for x in _texts(v.turn)), v.tag)
+
+
 TRIVIAL_CHECKS = (check_count_over_small_set, check_aggregate_over_small_set, check_recurse_on_recurse,
-                  check_big_small_on_non_size, check_cutoff_without_earlier_cutoff, check_rank_direction)
+                  check_big_small_on_non_size, check_cutoff_without_earlier_cutoff, check_rank_direction,
+                  check_yes_no_on_filtered_property, check_verb_before_which)
 TURN_CHECKS = TURN_CHECKS + TRIVIAL_CHECKS
 ORDER = ORDER + ("count_after_one_item_list", "count_over_small_set", "aggregate_over_one_row",
                  "aggregate_over_small_set", "recurse_on_recurse", "big_small_on_non_size",
-                 "cutoff_without_earlier_cutoff", "rank_direction")
+                 "cutoff_without_earlier_cutoff", "rank_direction", "yes_no_on_filtered_property",
+                 "verb_before_which")
 
 
 def render(report: dict) -> str:

@@ -147,6 +147,29 @@ def test_reviewer_defects_of_the_third_pass_are_counted():
     assert audit_sessions.plural_grammar("Retrieve the records of all pearls traded by X.", {"pearls"}) == []
 
 
+def test_yes_no_defects_are_counted():
+    """A yes/no question about the property the set was just complemented on (its answer is decided by
+    the set's own filter), and a set description glued to a verb ("is whose language is ...")."""
+    wings = "MATCH (n1:Wing)\nWHERE NOT coalesce(n1.restricted = true, false)"
+    turns = [
+        _turn(0, "Which wings are restricted?", "MATCH (n1:Wing)\nWHERE n1.restricted = true\nRETURN DISTINCT "
+              "n1.name AS name", ["name"], [["W1"], ["W2"]], "OPENING", None),
+        _turn(1, "And the wings that are not?", wings + "\nRETURN DISTINCT n1.name AS name", ["name"],
+              [["W3"], ["W4"]], "CONTRAST", 0),
+        _turn(2, "Yes or no: any of those wings marked as restricted?",
+              wings + "\nRETURN any(x IN collect(n1) WHERE x.restricted = true) AS any_restricted",
+              ["any_restricted"], [[False]], "AGG_COUNT", 1, mode="aggregate"),
+        _turn(3, "I want know if any of those wings is whose style is gothic.",
+              wings + "\nRETURN any(x IN collect(n1) WHERE x.style = 'gothic') AS any_style",
+              ["any_style"], [[True]], "AGG_COUNT", 1, mode="aggregate"),
+    ]
+    report = audit_sessions.audit([Session(id="arcane_archive-9996", world="arcane_archive", persona="non_native_speaker",
+                                           turns=turns)])
+    checks = report["checks"]
+    assert checks["yes_no_on_filtered_property"] == {"count": 1, "of": 2, "rate": 0.5}  # turn 2; turn 3 tests style
+    assert checks["verb_before_which"] == {"count": 1, "of": 2, "rate": 0.5}  # turn 3; "wings marked as" reads well
+
+
 @pytest.mark.neo4j
 def test_audit_script_on_a_small_build(tmp_path):
     build("test", tmp_path / "b", seed=3, sessions=8, worlds=["stellar_colony", "arcane_archive"], hf=False)
@@ -162,5 +185,6 @@ def test_audit_script_on_a_small_build(tmp_path):
                  "symmetric_traversed_one_way", "opening_refers_back", "stacked_lead_ins", "machine_threshold",
                  "expand_back_to_origin", "unused_relationship_variable", "persona_remark_misfit",
                  "relationship_aggregate_without_link", "plural_noun_grammar", "redundant_with_distinct",
-                 "pivot_back_to_origin", "ambiguous_back_reference"):
+                 "pivot_back_to_origin", "ambiguous_back_reference", "yes_no_on_filtered_property",
+                 "verb_before_which"):
         assert checks.get(name, {"count": 0})["count"] == 0, (name, report["examples"].get(name))
