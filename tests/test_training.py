@@ -258,7 +258,10 @@ def test_holdout_keeps_every_world_on_both_sides(sessions):
 def test_guided_action_examples_answer_the_turn_prompt_with_the_gold_submission(sessions):
     from envs.actions import SEARCH, SUBMIT, parse_action
     from rewards.completions import extract_query
-    from training.data import MAX_SEARCHES, sft_examples
+    from scoring.judge import shared_judge
+    from training.data import MAX_SEARCHES, canonical_variables, sft_examples
+
+    judge, renumbered = shared_judge(), 0
 
     chosen = sessions[:2] + [s for s in sessions[2:] if any(t.typed_names for t in s.turns)][:2]
     assert any(t.typed_names for s in chosen for t in s.turns)  # the lookups below are exercised
@@ -282,13 +285,30 @@ def test_guided_action_examples_answer_the_turn_prompt_with_the_gold_submission(
             assert action.argument["query"] in e["messages"][1]["content"]
             assert typed[looked_up]["stored"] != typed[looked_up]["typed"]
         else:
-            assert action.type == SUBMIT and action.argument == turn.gold_cypher
-            assert extract_query(e["messages"][-1]["content"], "action") == turn.gold_cypher
+            # the gold with its variables numbered by first appearance: the same rows on the real Neo4j
+            assert action.type == SUBMIT and action.argument == canonical_variables(turn.gold_cypher)
+            assert extract_query(e["messages"][-1]["content"], "action") == action.argument
+            assert judge.judge(by_id[e["session"]].world, turn.gold_cypher, action.argument).ex == 1
+            renumbered += action.argument != turn.gold_cypher
             assert looked_up == len(typed)
             # the stored name the answer uses is shown to the model, by the lookups' observations
             for t, observation in zip(typed, e["messages"][3::2]):
                 assert observation["role"] == "user" and t["stored"] in observation["content"]
     assert searches == sum(len(t.typed_names[:MAX_SEARCHES]) for s in chosen for t in s.turns) > 0
+    assert renumbered > 0
+
+
+def test_canonical_variables_renumbers_the_generators_variables_only():
+    from training.data import canonical_variables
+
+    query = ("MATCH (a_n75:Genre {name: 'Saga n75'})<-[:IN_GENRE]-(m_n75:Film)-[e_n75:BY]->(n75:Studio)\n"
+             "WITH DISTINCT n75\nMATCH (n75)<-[:OWNS]-(n9:Group)\n"
+             "RETURN any(x IN collect(n9) WHERE x.n2 = 1) AS any_n2")
+    assert canonical_variables(query) == (
+        "MATCH (a_n1:Genre {name: 'Saga n75'})<-[:IN_GENRE]-(m_n1:Film)-[e_n1:BY]->(n1:Studio)\n"
+        "WITH DISTINCT n1\nMATCH (n1)<-[:OWNS]-(n2:Group)\n"
+        "RETURN any(x IN collect(n2) WHERE x.n2 = 1) AS any_n2")
+    assert canonical_variables(canonical_variables(query)) == canonical_variables(query)
 
 
 def test_lora_layers_puts_the_adapter_on_the_top_layers_only():

@@ -23,12 +23,14 @@ INSPECT_SCHEMA then SUBMIT_ANSWER.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable
 
 from benchmark.session import Session
 from cypherturn.errors import InvariantError
 from envs.env import EnvConfig
 from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
+from graphs.cypher_syntax import tokenize
 from training.config import RecipeError
 
 FINAL_MESSAGE = "I have submitted my answer."
@@ -129,10 +131,33 @@ def paper_conversation(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> lis
     return turn_prompt(env, row) + [{"role": "assistant", "content": paper_response(turn)}]
 
 
+# the generator's variables: n<step>, and a_/m_/e_n<step> for an anchor, a middle node, an edge
+_GENERATED_VARIABLE = re.compile(r"((?:[a-z]_)?n)(\d+)\Z")
+
+
+def canonical_variables(cypher: str) -> str:
+    """``cypher`` with the generator's variable numbers renumbered by first appearance (``a_n75``, ``n75``
+    -> ``a_n1``, ``n1``); the same query otherwise (strings, property keys and other names untouched). The
+    numbers are the generator's step ids, which no prompt shows: a model taught them learns noise, and at
+    inference it invents a name per clause that the next clause does not use."""
+    numbers: dict[str, str] = {}
+    out, last = [], 0
+    tokens = tokenize(cypher)
+    for i, tok in enumerate(tokens):
+        m = _GENERATED_VARIABLE.match(tok.text) if tok.kind == "word" else None
+        if m is None or (i and tokens[i - 1].text == "."):  # a property key, not a variable
+            continue
+        number = numbers.setdefault(m.group(2), str(len(numbers) + 1))
+        out.append(cypher[last:tok.start] + m.group(1) + number)
+        last = tok.end
+    return "".join(out) + cypher[last:]
+
+
 def action_response(turn) -> str:
     """The guided turn answered with the action alone, in the environment's plain grammar:
-    ``SUBMIT_ANSWER <gold>``. About half the paper response's tokens, and one action per turn to score."""
-    return f"SUBMIT_ANSWER {turn.gold_cypher}"
+    ``SUBMIT_ANSWER <gold>``, its variables numbered by first appearance (``canonical_variables``). About half
+    the paper response's tokens, and one action per turn to score."""
+    return f"SUBMIT_ANSWER {canonical_variables(turn.gold_cypher)}"
 
 
 # guided turns have 3 actions: at most this many go to value lookups, one stays for the answer
