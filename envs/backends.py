@@ -1,8 +1,8 @@
 """Model backends for the evaluator (DESIGN §8): each turns a chat (a list of messages) into the
 model's next response text, with the same generation settings for every backend of a run.
 
-- ``hf``: transformers, a local directory or hub id; a PEFT adapter directory loads its base model plus
-  the adapter; requests from concurrent sessions are batched (one worker thread, left padding).
+- ``hf``: transformers, a local directory or hub id; a PEFT adapter directory loads its base model with
+  the adapter merged in; requests from concurrent sessions are batched (one worker thread, left padding).
 - ``vllm``: the offline vLLM engine (GPU; the ``vllm`` extra); waiting chats go to the engine together.
 - ``openai``: any OpenAI-compatible endpoint (vLLM server, hosted APIs), with retries on 429/5xx and
   timeouts (``benchmark.openai_chat``); what still fails raises ``BackendError`` (infrastructure).
@@ -221,7 +221,9 @@ class HFBackend(_BatchingBackend):
             except (ModelLoadError, OSError, ValueError, TypeError) as exc:
                 raise BackendError(f"the PEFT adapter {model} names the base model {base!r}, which cannot be "
                                    f"loaded: {exc}") from None
-            self.model = PeftModel.from_pretrained(base_model, model)
+            # merged into the base weights: the same function, without the adapter's extra matmuls on every
+            # decoded token (the evaluator only generates)
+            self.model = PeftModel.from_pretrained(base_model, model).merge_and_unload()
         else:
             try:
                 self.tokenizer = AutoTokenizer.from_pretrained(model, **({"gguf_file": gguf_file} if gguf_file else {}))

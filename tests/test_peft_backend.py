@@ -52,7 +52,7 @@ def test_adapter_directory_loads_base_plus_adapter(adapter_dir):
     from transformers import AutoModelForCausalLM
 
     backend = make_backend("hf", str(adapter_dir / "adapter"))
-    assert isinstance(backend.model, PeftModel)
+    assert not isinstance(backend.model, PeftModel)  # merged: the base model's class, the adapted weights
     base = AutoModelForCausalLM.from_pretrained(adapter_dir / "base").eval()
     with_adapter = _logits(backend.model, backend.tokenizer)
     assert not torch.allclose(with_adapter, _logits(base, backend.tokenizer), atol=1e-4)
