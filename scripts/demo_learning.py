@@ -426,10 +426,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-sessions", type=int, default=200)
     p.add_argument("--test-sessions", type=int, default=14, help="2 per benchmark world")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--limit", type=int, default=10,
-                   help="held-out training-world sessions scored (worlds interleaved: 10 cover all six, 88 turns)")
-    p.add_argument("--limit-benchmark", type=int, default=11,
-                   help="benchmark-world sessions scored (worlds interleaved: 11 cover all seven)")
+    p.add_argument("--limit", type=int, default=11,
+                   help="held-out training-world sessions scored (worlds interleaved: 11 cover all six, 84 turns of "
+                        "the default builds; at least 80 are needed)")
+    p.add_argument("--limit-benchmark", type=int, default=12,
+                   help="benchmark-world sessions scored (worlds interleaved: 12 cover all seven, 88 turns of the "
+                        "default builds)")
     p.add_argument("--base-limit", type=int,
                    help="score the base model on at most this many sessions per split: it writes prose to the token "
                         "limit on all three actions of every turn (about 30 s a turn on 2 cores at 192 tokens), "
