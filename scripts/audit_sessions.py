@@ -1038,15 +1038,15 @@ def check_yes_no_on_filtered_property(v: TurnView, hit: Hit) -> None:
     """A yes/no question about a property the set was itself filtered on (or complemented on): the filter
     decides the answer ("any of those with no recorded year of death?" right after "the ones with one")."""
     c = v.turn.gold_cypher
-    m = _YES_NO_TEST.search(c[c.rfind("RETURN"):])
+    cut = c.rfind("RETURN")
+    m = _YES_NO_TEST.search(c[cut:])
     if m:
-        var, prop = m.group(1), m.group(2)
-        own = where_conditions(c[:c.rfind("RETURN")])
-        hit("yes_no_on_filtered_property", any(re.search(rf"\b{var}\.{re.escape(prop)}\b", x) for x in own), v.tag)
+        tested = re.compile(rf"\b{m.group(1)}\.{re.escape(m.group(2))}\b")
+        hit("yes_no_on_filtered_property", any(tested.search(x) for x in where_conditions(c[:cut])), v.tag)
 
 
 def check_verb_before_which(v: TurnView, hit: Hit) -> None:
-    """A set description glued to a verb: "is any of those tomes is whose language is Draconic"."""
+    """A set description glued to a verb: "I want know if any of those tomes is whose language is Draconic"."""
     if aggregate_variant_kinds(v.turn) & {"yes_no", "percentage"}:
         hit("verb_before_which", any(_VERB_BEFORE_WHICH.search(x) for x in _texts(v.turn)), v.tag)
 
