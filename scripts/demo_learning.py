@@ -159,6 +159,35 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
 
 
 # -- report -----------------------------------------------------------------------------------------------
+def same_weights(a: Path, b: Path) -> bool:
+    """Whether two training stages ended with the same trainable weights: their ``param_digest_rank0.json``
+    (``training.trainers.ParameterDigestCallback``: names and bytes of every trainable tensor) agree. GRPO
+    leaves the adapter as SFT left it when every group's completions score alike: no advantage, no gradient
+    (beta 0)."""
+    digests = [p / "param_digest_rank0.json" for p in (a, b)]
+    if not all(d.is_file() for d in digests):
+        return False
+    first, second = (json.loads(d.read_text())["after"] for d in digests)
+    return first is not None and first == second
+
+
+def reuse_eval(out: Path, source: str, target: str) -> list[str]:
+    """Copy the finished evaluations of model ``source`` as those of ``target`` (the same weights give the same
+    greedy answers), each with a ``same_weights_as`` file naming where it came from; the splits copied."""
+    import shutil
+
+    copied = []
+    for run in sorted((out / "eval").glob(f"{source}-*")):
+        split = run.name[len(source) + 1:]
+        dest = out / "eval" / f"{target}-{split}"
+        if (run / "metrics.json").is_file() and not (dest / "metrics.json").is_file():
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(run, dest)
+            (dest / "same_weights_as").write_text(f"{source}\n")
+            copied.append(split)
+    return copied
+
+
 def _records(run: Path) -> list[dict]:
     return list(read_records(run / "trajectories.jsonl"))
 
@@ -234,7 +263,8 @@ def summarize_run(run: Path) -> dict:
             "psjs": sum(psjs) / len(psjs) if psjs else None, "valid_actions": _valid_share(scored),
             "submitted": sum(bool(r.get("submitted")) for r in scored) / len(scored) if scored else None,
             "in_schema": _schema_share(scored),
-            "by_position": _position(scored), "_records": scored}
+            "by_position": _position(scored), "_records": scored,
+            "same_weights_as": (run / "same_weights_as").read_text().strip() if (run / "same_weights_as").is_file() else None}
 
 
 def _plot(out: Path, sft: Path, grpo: Path) -> Path:
@@ -321,6 +351,9 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
             position_lines.append(f"| {split} | {name} | " + " | ".join(
                 f"{pos[k]['ex']:.2f} ({pos[k]['turns']})" if k in pos else "-" for k in ("1", "2", "3", "4", "5", "6+"))
                 + " |")
+    lines += [f"\n{name.upper()} on {split}: the same weights as {same} (GRPO changed no parameter: every group's "
+              f"completions scored alike, so no advantage to learn from), so the same answers; copied, not rescored."
+              for (split, name), s in ((k, results["splits"][k[0]][k[1]]) for k in recs) if (same := s["same_weights_as"])]
     lines += position_lines + ["", "Paired bootstrap tests (sessions resampled; B - A over the turns both scored):", ""]
     for split in datasets:
         for a, b in (("base", "sft"), ("sft", "grpo"), ("base", "grpo")):
@@ -412,9 +445,9 @@ A 135M-parameter model trained for one to two hours on two CPU cores: it has lea
 training world's schema and the shapes of the generator's queries. It is a demonstration that the
 environment and trainer teach, not a useful Text-to-Cypher model: on the benchmark worlds (schemas it never
 saw) it mostly writes well-formed queries with wrong labels, relationships or directions, and follow-up
-turns that must re-derive a chain of earlier results are where it fails most. It always answers in one
-action (it never explores with EXECUTE_CYPHER, INSPECT_SCHEMA or SEARCH_VALUES) and is not trained for the
-agentic protocol.
+turns that must re-derive a chain of earlier results are where it fails most. It answers in one action, or
+looks a name up with SEARCH_VALUES first (its training shows that for names typed as people type them); it never
+runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic protocol.
 """)
 
 
@@ -480,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     if "grpo" in stages:
         clock.run("grpo", stage_grpo, args, out, train, sft)
     if "eval" in stages and (grpo / "cypherturn.json").is_file():
+        if same_weights(sft, grpo):  # nothing to learn from in any group: GRPO's adapter is SFT's, scored already
+            print(f"GRPO left the adapter unchanged (parameter digests agree): its scores are SFT's "
+                  f"({', '.join(reuse_eval(out, 'sft', 'grpo')) or 'nothing new to copy'})", flush=True)
         clock.run("eval grpo", stage_eval, args, out, {"grpo": models["grpo"]}, datasets)
     if "eval" in stages:
         clock.run("eval base", stage_eval, args, out, {"base": models["base"]}, datasets)

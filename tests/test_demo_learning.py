@@ -52,7 +52,13 @@ def test_every_stage_runs_and_the_report_compares_the_three_models(demo):
     assert train["sft"]["examples"] == 6 and train["sft"]["runtime_s"] > 0
     assert train["grpo"]["steps"] == 2 and len(train["grpo"]["first_rewards"]) >= 1
     assert (out / "training_curves.png").stat().st_size > 10_000
-    assert set(json.loads((out / "timings.json").read_text())) >= {"data", "sft", "eval sft", "grpo", "eval grpo", "eval base"}
+    timed = set(json.loads((out / "timings.json").read_text()))
+    assert timed >= {"data", "sft", "eval sft", "grpo", "eval base"}
+    # a GRPO stage that changed no weight is not scored again: its evaluations are SFT's, and the report says so
+    if (out / "eval" / "grpo-heldout" / "same_weights_as").is_file():
+        assert "the same weights as sft" in (out / "results.md").read_text()
+    else:
+        assert "eval grpo" in timed
     assert "EX by turn position" in (out / "results.md").read_text() and "EX by turn position" in proc.stdout
 
 
@@ -75,12 +81,42 @@ def test_a_rerun_continues_instead_of_training_again(demo):
     assert json.loads((out / "results.json").read_text())["splits"]["benchmark"]["grpo"]["turns"] >= 1
 
 
-def test_names_in_schema_tells_schema_names_from_made_up_ones():
+def _script():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("demo_learning", ROOT / "scripts" / "demo_learning.py")
-    demo_learning = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo_learning)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_grpo_stage_that_changed_no_weight_takes_the_sft_scores(tmp_path):
+    demo_learning = _script()
+    sft, grpo = tmp_path / "sft", tmp_path / "grpo"
+    for stage, after in ((sft, "d1"), (grpo, "d1")):
+        stage.mkdir()
+        (stage / "param_digest_rank0.json").write_text(json.dumps({"before": "d0", "after": after}))
+    assert demo_learning.same_weights(sft, grpo)
+    (grpo / "param_digest_rank0.json").write_text(json.dumps({"before": "d1", "after": "d2"}))
+    assert not demo_learning.same_weights(sft, grpo)
+    (grpo / "param_digest_rank0.json").unlink()
+    assert not demo_learning.same_weights(sft, grpo)  # no digest: no claim
+    # only a finished evaluation is copied, and the copy says where it came from
+    for split, finished in (("heldout", True), ("benchmark", False)):
+        run = tmp_path / "eval" / f"sft-{split}"
+        run.mkdir(parents=True)
+        (run / "trajectories.jsonl").write_text('{"turn": 1}\n')
+        if finished:
+            (run / "metrics.json").write_text("{}")
+    assert demo_learning.reuse_eval(tmp_path, "sft", "grpo") == ["heldout"]
+    copy = tmp_path / "eval" / "grpo-heldout"
+    assert (copy / "trajectories.jsonl").read_text() == '{"turn": 1}\n' and (copy / "same_weights_as").read_text() == "sft\n"
+    assert not (tmp_path / "eval" / "grpo-benchmark").exists()
+    assert demo_learning.reuse_eval(tmp_path, "sft", "grpo") == []  # already there: nothing copied again
+
+
+def test_names_in_schema_tells_schema_names_from_made_up_ones():
+    demo_learning = _script()
     record = lambda q: {"world": "ancient_empire", "prediction": q}  # noqa: E731
     good = ["MATCH (a:Deity {name: 'Mogiaren'})<-[:WORSHIPS]-(t:Temple)<-[:HOSTS]-(c:City) RETURN c.name AS name",
             "MATCH (p:Province {name: x}) RETURN count(p) AS count"]  # a map value after a colon is no label

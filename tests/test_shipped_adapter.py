@@ -26,7 +26,7 @@ def test_the_adapter_is_small_carded_and_names_the_offline_base():
 
 
 @pytest.mark.neo4j
-def test_the_main_job_model_answers_every_turn_with_one_submitted_query(tmp_path):
+def test_the_main_job_model_answers_every_turn_with_a_submitted_query(tmp_path):
     from benchmark.build import build
     from envs.env import load_dataset
 
@@ -39,7 +39,8 @@ def test_the_main_job_model_answers_every_turn_with_one_submitted_query(tmp_path
     assert out.returncode == 0, out.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
     assert len(records) == len(session.turns)
-    # The base model writes prose on all three actions of a turn; the trained one submits a query at once.
-    assert all([a["type"] for a in r["actions"]] == ["SUBMIT_ANSWER"] for r in records), \
-        [[a["type"] for a in r["actions"]] for r in records]
+    # The base model writes prose on all three actions of a turn; the trained one submits a query at once, or
+    # after one value lookup (its training teaches that for names typed as people type them).
+    kinds = [[a["type"] for a in r["actions"]] for r in records]
+    assert all(k in (["SUBMIT_ANSWER"], ["SEARCH_VALUES", "SUBMIT_ANSWER"]) for k in kinds), kinds
     assert all(r["infra_error"] is None and r["ex"] in (0, 1) for r in records)
