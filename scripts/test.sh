@@ -23,4 +23,4 @@ trap '.venv/bin/python -m graphs stop || true' EXIT
 
 .venv/bin/python -m graphs serve
 .venv/bin/python -m graphs load
-.venv/bin/python -m pytest -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -p no:cacheprovider --durations=20 "$@"   # the 20 slowest tests: CI must stay under 45 min
