@@ -335,6 +335,7 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
     position_lines = ["", "EX by turn position (turns in brackets):", "",
                       "| split | model | " + " | ".join(["1", "2", "3", "4", "5", "6+"]) + " |", "|---|---|" + "---|" * 6]
     recs: dict = {}
+    notes: list[str] = []
     for split in datasets:
         for name in MODELS:
             run = out / "eval" / f"{name}-{split}"
@@ -347,14 +348,15 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
             lines.append(f"| {split} | {name} | {s['sessions']} | {s['turns']} | {_fmt(s['ex'])} | {_fmt(s['ex_relaxed'])} "
                          f"| {_fmt(s['ex_opening'])} | {_fmt(s['ex_later'])} | {num(s['psjs'])} | "
                          f"{num(s['valid_actions'])} | {num(s['in_schema'])} |")
+            if s["same_weights_as"]:
+                notes.append(f"\n{name.upper()} on {split}: the same weights as {s['same_weights_as']} (GRPO changed no "
+                             "parameter: every group's completions scored alike, so no advantage to learn from), so the "
+                             "same answers; copied, not rescored.")
             pos = s["by_position"]
             position_lines.append(f"| {split} | {name} | " + " | ".join(
                 f"{pos[k]['ex']:.2f} ({pos[k]['turns']})" if k in pos else "-" for k in ("1", "2", "3", "4", "5", "6+"))
                 + " |")
-    lines += [f"\n{name.upper()} on {split}: the same weights as {same} (GRPO changed no parameter: every group's "
-              f"completions scored alike, so no advantage to learn from), so the same answers; copied, not rescored."
-              for (split, name), s in ((k, results["splits"][k[0]][k[1]]) for k in recs) if (same := s["same_weights_as"])]
-    lines += position_lines + ["", "Paired bootstrap tests (sessions resampled; B - A over the turns both scored):", ""]
+    lines += notes + position_lines + ["", "Paired bootstrap tests (sessions resampled; B - A over the turns both scored):", ""]
     for split in datasets:
         for a, b in (("base", "sft"), ("sft", "grpo"), ("base", "grpo")):
             if (split, a) in recs and (split, b) in recs:

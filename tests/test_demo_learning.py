@@ -54,8 +54,11 @@ def test_every_stage_runs_and_the_report_compares_the_three_models(demo):
     assert (out / "training_curves.png").stat().st_size > 10_000
     timed = set(json.loads((out / "timings.json").read_text()))
     assert timed >= {"data", "sft", "eval sft", "grpo", "eval base"}
-    # a GRPO stage that changed no weight is not scored again: its evaluations are SFT's, and the report says so
-    if (out / "eval" / "grpo-heldout" / "same_weights_as").is_file():
+    # a GRPO stage that changed no weight is not scored again: its evaluations are SFT's, and the report says so;
+    # one that changed any is scored
+    copied = (out / "eval" / "grpo-heldout" / "same_weights_as").is_file()
+    assert copied == _script().same_weights(out / "sft", out / "grpo")
+    if copied:
         assert "the same weights as sft" in (out / "results.md").read_text()
     else:
         assert "eval grpo" in timed
