@@ -62,7 +62,8 @@ class EvaluationConfig:
     auto, text or tools; ``user_sim``: ``rule`` or ``openai:BASE_URL:MODEL``; ``api_base``,
     ``api_key_env``, ``api_retries``: the openai backend's; ``infra_retries``: replays of sessions spoiled
     by an outage; ``out``: the run directory (default ``runs/<model>-<protocol>``); ``no_psjs``: skip
-    PSJS; ``quiet``: no progress bar."""
+    PSJS; ``quiet``: no progress bar; ``replace_stale``: a run in ``out`` with other settings (another
+    model in the same path included: ``model_sha256``) is deleted and played anew instead of refused."""
 
     model: str
     backend: str = "hf"
@@ -89,6 +90,7 @@ class EvaluationConfig:
     out: str | None = None
     no_psjs: bool = False
     quiet: bool = False
+    replace_stale: bool = False
 
     def __post_init__(self):
         def bad(name: str, rule: str):
@@ -163,12 +165,31 @@ def _code_version() -> str:
         return "unknown"
 
 
+def model_sha256(model: str) -> str | None:
+    """A digest of a local model's files (a checkpoint or adapter directory, or one file), or None for an alias
+    or a hub id. The run directory records it so that a model retrained into the same path is scored anew,
+    not resumed from the old one's answers (``scripts/demo_learning.py --ship`` rewrites the main job's
+    adapter in place). Checkpoint subdirectories are not the model and are left out."""
+    path = Path(model)
+    if not path.exists():
+        return None
+    files = [path] if path.is_file() else sorted(f for f in path.iterdir() if f.is_file())
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode() + b"\0")
+        with f.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 def _meta(args, dataset_dir: Path, settings: GenerationSettings) -> dict:
     manifest_path = dataset_dir / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     sessions_file = dataset_dir / "sessions.jsonl" if dataset_dir.is_dir() else dataset_dir
     return {
-        "model": args.model, "backend": "oracle" if args.model == "oracle" else args.backend,
+        "model": args.model, "model_sha256": model_sha256(args.model),
+        "backend": "oracle" if args.model == "oracle" else args.backend,
         "protocol": args.protocol, "budget_multiplier": args.budget, "variant": args.variant,
         "dataset": str(dataset_dir), "dataset_sha256": hashlib.sha256(sessions_file.read_bytes()).hexdigest(),
         "world_checksums": manifest.get("world_checksums"), "limit": args.limit, "user_sim": args.user_sim,
@@ -177,7 +198,9 @@ def _meta(args, dataset_dir: Path, settings: GenerationSettings) -> dict:
     }
 
 
-_RESUME_KEYS = ("model", "backend", "protocol", "budget_multiplier", "variant", "dataset_sha256", "limit",
+# what a run writes in its directory (--replace-stale deletes these and nothing else)
+RUN_FILES = ("meta.json", "trajectories.jsonl", "metrics.json", "report.md", "timing.json")
+_RESUME_KEYS = ("model", "model_sha256", "backend", "protocol", "budget_multiplier", "variant", "dataset_sha256", "limit",
                 "user_sim", "generation")
 
 
@@ -221,9 +244,12 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
     if meta_path.is_file():
         old = json.loads(meta_path.read_text())
         changed = [k for k in _RESUME_KEYS if old.get(k) != meta.get(k)]
-        if changed:
+        if changed and not args.replace_stale:
             raise EvaluationConfigError(f"{out} holds a run with other settings ({', '.join(changed)}); "
-                                        "use another --out or the same flags")
+                                        "use another --out, the same flags, or --replace-stale")
+        if changed:  # --replace-stale: the old run's outputs go, the new run starts from its first session
+            for name in RUN_FILES:
+                (out / name).unlink(missing_ok=True)
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     traj = out / "trajectories.jsonl"
     done_ids = _scored_sessions(traj)
@@ -445,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run directory (default runs/<model>-<protocol>)")
     p.add_argument("--no-psjs", action="store_true", help="skip PSJS (two extra queries per turn)")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--replace-stale", action="store_true",
+                   help="if --out holds a run with other settings (or another model at the same path), delete it "
+                        "and start over; without it such a run is refused, and a run with the same settings resumes")
     return p
 
 

@@ -33,9 +33,9 @@ if [ -z "${MODEL:-}" ]; then
   MODEL=models/smollm2-135m-cypherturn
   [ -f "$MODEL/adapter_config.json" ] || MODEL=smollm2-135m   # a checkout without the shipped adapter
 fi
-OUT=runs/main-job-$(basename "$MODEL")
+OUT=runs/main-job-$(basename "$MODEL")   # a model retrained into the same path is scored anew (--replace-stale)
 "$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 160 \
-  --concurrency 1 --dtype "${DTYPE:-auto}" --out "$OUT"
+  --concurrency 1 --dtype "${DTYPE:-auto}" --replace-stale --out "$OUT"
 phase evaluation
 cat "$OUT/report.md"
 echo

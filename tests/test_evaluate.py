@@ -156,3 +156,35 @@ def test_the_python_api_takes_an_evaluation_config_like_the_command_line(dataset
     assert metrics["ex"] == 1.0 and metrics["sessions"] == 3
     meta = json.loads((tmp_path / "api" / "meta.json").read_text())
     assert meta["protocol"] == "agentic" and meta["limit"] == 3
+
+
+def test_a_model_retrained_in_place_is_scored_anew_not_resumed(dataset, tmp_path):
+    """A model directory rewritten with new weights (what ``demo_learning.py --ship`` does to the main job's
+    adapter) is not the model whose answers the run directory holds: resuming is refused, and
+    ``--replace-stale`` plays the run again from its first session."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from envs.evaluate import model_sha256
+    from envs.models import tiny_model_dir
+
+    model, run = tmp_path / "model", tmp_path / "run"
+    shutil.copytree(tiny_model_dir("tiny-llama"), model)
+    args = ["--model", str(model), "--dataset", str(dataset), "--limit", "1", "--max-new-tokens", "4",
+            "--concurrency", "1", "--no-psjs", "--out", str(run)]
+    assert _evaluate(*args).returncode == 0
+    first = json.loads((run / "meta.json").read_text())["model_sha256"]
+    assert first == model_sha256(str(model))
+    turns = len((run / "trajectories.jsonl").read_text().splitlines())
+
+    weights = load_file(model / "model.safetensors")
+    save_file({k: v + 0.01 for k, v in weights.items()}, model / "model.safetensors", metadata={"format": "pt"})
+    out = _evaluate(*args)
+    assert out.returncode == 2 and "model_sha256" in out.stderr and "--replace-stale" in out.stderr, out.stderr
+    assert json.loads((run / "meta.json").read_text())["model_sha256"] == first  # the refused run changed nothing
+
+    assert _evaluate(*args, "--replace-stale").returncode == 0
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["model_sha256"] == model_sha256(str(model)) != first
+    assert len((run / "trajectories.jsonl").read_text().splitlines()) == turns  # played once more, not appended
