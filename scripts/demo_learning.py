@@ -248,6 +248,29 @@ def _schema_share(records: list[dict]) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
 
+def _relationships_and_values(query: str) -> tuple[set[str], set[str]]:
+    """The relationship types a query walks (names after a colon inside ``[...]``) and the string literals it
+    compares with (names and categorical values, unquoted)."""
+    tokens = tokenize(query)
+    around = enclosing_brackets(tokens)
+    types = {name_of(tokens[i]) for i in range(1, len(tokens))
+             if tokens[i - 1].text == ":" and around[i].innermost == "[" and name_of(tokens[i])}
+    values = {t.text[1:-1] for t in tokens if t.kind == "string"}
+    return types, values
+
+
+def _gold_parts_share(records: list[dict]) -> dict[str, float | None]:
+    """Where answers that miss go wrong, over the turns with a prediction: ``relationships``, the share whose
+    relationship types are the gold's (direction aside); ``values``, the share that name every string the gold
+    names (a name typed as the graph does not store it needs a lookup first)."""
+    pairs = [(_relationships_and_values(r["prediction"]), _relationships_and_values(r["gold_cypher"]))
+             for r in records if r.get("prediction") and r.get("gold_cypher")]
+    if not pairs:
+        return {"relationships": None, "values": None}
+    return {"relationships": sum(p[0] == g[0] for p, g in pairs) / len(pairs),
+            "values": sum(g[1] <= p[1] for p, g in pairs) / len(pairs)}
+
+
 def summarize_run(run: Path) -> dict:
     from scoring.summary import fill_psjs
 
@@ -262,7 +285,7 @@ def summarize_run(run: Path) -> dict:
             "ex_opening": _ci(opening, "ex"), "ex_later": _ci(later, "ex"),
             "psjs": sum(psjs) / len(psjs) if psjs else None, "valid_actions": _valid_share(scored),
             "submitted": sum(bool(r.get("submitted")) for r in scored) / len(scored) if scored else None,
-            "in_schema": _schema_share(scored),
+            "in_schema": _schema_share(scored), "gold_parts": _gold_parts_share(scored),
             "by_position": _position(scored), "_records": scored,
             "same_weights_as": (run / "same_weights_as").read_text().strip() if (run / "same_weights_as").is_file() else None}
 
@@ -328,10 +351,11 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
     lines = ["# Learning demonstration: SmolLM2-135M-Instruct, base -> SFT -> GRPO (guided protocol)", "",
              "EX with 95% intervals (10,000 bootstrap resamples of sessions). Opening: turn 1 of each session. Names "
              "in schema: the share of answers whose labels, relationship types and property keys all exist in the "
-             "world's schema.", "",
+             "world's schema. Gold relationships: the share whose relationship types are the gold's (direction "
+             "aside). Gold values: the share that name every string the gold names.", "",
              "| split | model | sessions | turns | EX | EX relaxed | EX opening | EX later turns | PSJS | valid actions "
-             "| names in schema |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| names in schema | gold relationships | gold values |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     position_lines = ["", "EX by turn position (turns in brackets):", "",
                       "| split | model | " + " | ".join(["1", "2", "3", "4", "5", "6+"]) + " |", "|---|---|" + "---|" * 6]
     recs: dict = {}
@@ -347,7 +371,8 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
             num = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
             lines.append(f"| {split} | {name} | {s['sessions']} | {s['turns']} | {_fmt(s['ex'])} | {_fmt(s['ex_relaxed'])} "
                          f"| {_fmt(s['ex_opening'])} | {_fmt(s['ex_later'])} | {num(s['psjs'])} | "
-                         f"{num(s['valid_actions'])} | {num(s['in_schema'])} |")
+                         f"{num(s['valid_actions'])} | {num(s['in_schema'])} | {num(s['gold_parts']['relationships'])} | "
+                         f"{num(s['gold_parts']['values'])} |")
             if s["same_weights_as"]:
                 notes.append(f"\n{name.upper()} on {split}: the same weights as {s['same_weights_as']} (GRPO changed no "
                              "parameter: every group's completions scored alike, so no advantage to learn from), so the "

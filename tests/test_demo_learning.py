@@ -129,3 +129,18 @@ def test_names_in_schema_tells_schema_names_from_made_up_ones():
     assert [demo_learning._in_schema(record(q)) for q in good + bad] == [True, True, False, False, False]
     assert demo_learning._in_schema({"world": "ancient_empire", "prediction": None}) is None
     assert demo_learning._schema_share([record(q) for q in good + bad] + [record(None)]) == 2 / 5
+
+
+def test_gold_parts_tell_a_wrong_relationship_from_a_wrong_name():
+    demo_learning = _script()
+    gold = "MATCH (a:Deity {name: 'Mogiaren'})<-[:WORSHIPS]-(t:Temple)<-[:HOSTS]-(c:City) RETURN c.name AS name"
+    record = lambda q: {"world": "ancient_empire", "prediction": q, "gold_cypher": gold}  # noqa: E731
+    right_path = "MATCH (c:City)-[:HOSTS]->(t:Temple)-[:WORSHIPS]->(:Deity {name: 'Mogiarn'}) RETURN c.name AS name"
+    right_name = "MATCH (a:Deity {name: 'Mogiaren'})<-[:WORSHIPS]-(t:Temple) RETURN t.name AS name"
+    both = gold.replace("c.name", "c.name AS city, c.name")
+    assert demo_learning._relationships_and_values(gold) == ({"WORSHIPS", "HOSTS"}, {"Mogiaren"})
+    # a map's colon is no relationship type, and a label is not one either
+    assert demo_learning._relationships_and_values("MATCH (p:Province {name: 'x'}) RETURN p") == (set(), {"x"})
+    shares = demo_learning._gold_parts_share([record(right_path), record(right_name), record(both), record(None)])
+    assert shares == {"relationships": 2 / 3, "values": 2 / 3}
+    assert demo_learning._gold_parts_share([record(None)]) == {"relationships": None, "values": None}
