@@ -14,6 +14,7 @@ CURRENT_ROWS = 20  # rows of a current-turn result shown
 HISTORY_ROWS = 10  # rows of a prior gold result shown in the guided history
 AGENTIC_RESULT_CHARS = 200  # agentic history: EXECUTE results truncated to this many characters
 GUIDED_CAP = 3
+CURRENT_QUESTION = "Current question"  # what opens the question of the turn in a turn prompt
 DEPENDENCY_HINT = ("[Note: This turn builds upon the result of Turn {n}. Use the result shown for Turn {n} "
                    "in the conversation history above.]")
 
@@ -104,7 +105,7 @@ def guided_turn_prompt(schema_text: str, turns, index: int) -> str:
     if needs_hint(turn):
         utterance += " " + DEPENDENCY_HINT.format(n=turn.depends_on + 1)
     return (f"Graph schema:\n{schema_text}\n\nConversation so far:\n{history}\n\n"
-            f"Current question (turn {index + 1}): {utterance}\n\nYou have {GUIDED_CAP} actions for this turn.")
+            f"{CURRENT_QUESTION} (turn {index + 1}): {utterance}\n\nYou have {GUIDED_CAP} actions for this turn.")
 
 
 def agentic_turn_prompt(history: list[str], utterance: str, index: int, *, schema_text: str | None,
@@ -117,7 +118,7 @@ def agentic_turn_prompt(history: list[str], utterance: str, index: int, *, schem
         parts.append(f"This session has {horizon['turns']} questions; the budget is {horizon['m']} actions per "
                      f"question on average ({horizon['budget']} in all). {horizon['left']} actions are left; a pace "
                      f"of about {horizon['suggested']} per remaining question uses them evenly.")
-    parts.append(f"Current question (turn {index + 1}): {utterance}")
+    parts.append(f"{CURRENT_QUESTION} (turn {index + 1}): {utterance}")
     return "\n\n".join(parts)
 
 

@@ -329,3 +329,52 @@ def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
             load_for_training(args, lora_layers=bad)
     with pytest.raises(ValueError, match="use_peft"):
         load_for_training(ModelConfig(model_name_or_path="smollm2-135m"), lora_layers=1)
+
+
+def test_new_names_lookups_look_up_each_name_at_its_first_mention(sessions):
+    """lookups=new_names: the typed names as before, and a SEARCH_VALUES before every name the question says word
+    for word for the first time in the session (its observation shows the stored value); a name an earlier
+    turn named is not looked up again."""
+    import re
+
+    from envs.actions import SEARCH, parse_action
+    from training.data import MAX_SEARCHES, names_to_look_up, sft_examples
+
+    chosen = sessions[:3]
+    typed = sft_examples(chosen, ["guided_action"], chat_tools=False)
+    new = sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="new_names")
+    by_id = {s.id: s for s in chosen}
+
+    def lookups(examples):
+        out = {}
+        for e in examples:
+            action = parse_action(e["messages"][-1]["content"])
+            if action.type == SEARCH:
+                out.setdefault((e["session"], e["turn"]), []).append(action.argument["query"])
+        return out
+
+    plain, extra = lookups(typed), lookups(new)
+    exact = 0
+    for (sid, index), queries in extra.items():
+        session = by_id[sid]
+        turn = session.turns[index]
+        assert queries[:len(plain.get((sid, index), []))] == plain.get((sid, index), [])  # the typed ones first
+        earlier = {kv["value"] for t in session.turns[:index] for kv in t.gold_key_values}
+        for q in queries[len(plain.get((sid, index), [])):]:
+            exact += 1
+            assert q not in earlier and re.search(rf"(?<!\w){re.escape(q)}(?!\w)", turn.shown_utterance)
+            assert any(kv["value"] == q for kv in turn.gold_key_values)
+        assert len(queries) <= MAX_SEARCHES
+    assert exact > 0 and set(plain) <= set(extra)
+    # every lookup's observation shows the stored value the answer then uses
+    for e in new:
+        for action, observation in zip(e["messages"][2::2], e["messages"][3::2]):
+            looked = json.loads(action["content"].split(" ", 1)[1])["query"]
+            stored = next(t["stored"] for t in names_to_look_up(by_id[e["session"]], e["turn"],
+                                                                by_id[e["session"]].turns[e["turn"]].shown_utterance,
+                                                                "new_names") if t["typed"] == looked)
+            assert stored in observation["content"]
+    from training.config import RecipeError
+
+    with pytest.raises(RecipeError, match="lookups"):
+        sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="all")

@@ -60,6 +60,11 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
         "help": "share of the guided_action examples shown with their world's labels and relationship types "
                 "renamed (schema, users' nouns and answer alike; training/renaming.py), so that names must be "
                 "read from the schema given: a small model otherwise learns the training worlds' names by heart"})
+    lookups: str = field(default="typed", metadata={
+        "help": "guided_action: which names an example looks up with SEARCH_VALUES before its SUBMIT_ANSWER. typed: "
+                "those the user typed as the graph does not store them; new_names: also every name the question "
+                "says word for word for the first time in the session (a misspelt invented name reads like a "
+                "right one, so the model gets a rule it can follow: look each new name up)"})
     share_prefixes: bool = field(default=False, metadata={
         "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "
                 "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "

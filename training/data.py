@@ -29,6 +29,7 @@ from typing import Any, Iterable
 from benchmark.session import Session
 from cypherturn.errors import InvariantError
 from envs.env import EnvConfig
+from envs.prompts import CURRENT_QUESTION
 from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
 from graphs.cypher_syntax import tokenize
 from training.config import RecipeError
@@ -171,16 +172,56 @@ def search_action(typed: dict[str, str]) -> tuple[str, dict[str, str]]:
     return "SEARCH_VALUES " + json.dumps(arguments, ensure_ascii=False), arguments
 
 
-def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn) -> list[list[dict[str, str]]]:
+# which names a guided_action example looks up before it answers (``names_to_look_up``)
+LOOKUPS = ("typed", "new_names")
+
+
+def names_to_look_up(session: Session, index: int, question: str, policy: str = "typed") -> list[dict[str, str]]:
+    """The names turn ``index`` of ``session`` looks up with SEARCH_VALUES before answering, as
+    ``Turn.typed_names`` records (``{label, property, stored, typed, kind}``), at most ``MAX_SEARCHES``.
+
+    ``typed``: the names the user typed as the graph does not store them (a typo, part of the name, other
+    case). ``new_names``: those, and every other name or value of the gold (``gold_key_values``) that the
+    question (``question``, the text the model is shown) says word for word and no earlier turn named (kind
+    ``exact``). An invented name typed wrong reads like one typed right, so a model taught to look up only
+    the wrong ones cannot tell when to; looking up each new name first is a rule it can follow."""
+    if policy not in LOOKUPS:
+        raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {policy!r}")
+    turn = session.turns[index]
+    out = list(turn.typed_names)
+    if policy == "new_names":
+        named = {t["stored"] for t in out}
+        for earlier in session.turns[:index]:
+            named |= {kv["value"] for kv in earlier.gold_key_values if isinstance(kv.get("value"), str)}
+            named |= {t["stored"] for t in earlier.typed_names}
+        for kv in turn.gold_key_values:
+            value = kv.get("value")
+            if isinstance(value, str) and value not in named and \
+                    re.search(rf"(?<!\w){re.escape(value)}(?!\w)", question):
+                out.append({"label": kv["label"], "property": kv["property"], "stored": value, "typed": value,
+                            "kind": "exact"})
+                named.add(value)
+    return out[:MAX_SEARCHES]
+
+
+def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, session: Session | None = None,
+                         lookups: str = "typed") -> list[list[dict[str, str]]]:
     """The guided turn as the CPU recipe teaches it, one conversation per action: the turn prompt (from
     ``env.reset``); for each name the user typed in a form the graph does not store (a typo, part of the name,
     other case: ``Turn.typed_names``), ``SEARCH_VALUES`` with that text, answered by the environment's real
     observation (a user message, as the evaluator's text chat format shows it); then ``action_response``.
     Without the lookups the answer would name a stored value the prompt never shows, which teaches a model to
-    make names up. Each conversation ends with the action it teaches; the next one starts with it."""
+    make names up. Each conversation ends with the action it teaches; the next one starts with it.
+    ``lookups``: which names are looked up (``names_to_look_up``; ``new_names`` needs the turn's ``session``)."""
     messages = turn_prompt(env, row)
+    names = turn.typed_names
+    if lookups != "typed":
+        if session is None:
+            raise RecipeError(f"lookups {lookups!r} needs the turn's session")
+        question = messages[-1]["content"].rsplit(CURRENT_QUESTION, 1)[-1]  # not the conversation before it
+        names = names_to_look_up(session, turn.index, question, lookups)
     out = []
-    for typed in turn.typed_names[:MAX_SEARCHES]:
+    for typed in names[:MAX_SEARCHES]:
         action, arguments = search_action(typed)
         out.append(messages + [{"role": "assistant", "content": action}])
         observation = env.search_values(**arguments)
@@ -197,19 +238,22 @@ SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
 
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
                  turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
-                 progress: bool = False) -> list[dict[str, Any]]:
+                 progress: bool = False, lookups: str = "typed") -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
     in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
     ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``, after a SEARCH_VALUES
     example for each name the user typed as the graph does not store it (``action_conversations``: such a turn
-    gives several rows). ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
+    gives several rows; ``lookups="new_names"``: also before each name the question says for the first time,
+    ``names_to_look_up``). ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
 
     bad = [f for f in formats if f not in SFT_FORMATS]
     if bad:
         raise RecipeError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
+    if lookups not in LOOKUPS:
+        raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {lookups!r}")
     tools = json.dumps(tool_schemas(), ensure_ascii=False) if chat_tools else None
     by_id = {s.id: s for s in sessions}
     wanted = None if turns is None else list(turns)
@@ -221,7 +265,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
         for row in tqdm(rows, desc=f"SFT data ({fmt})", unit="turn", disable=not progress):
             turn = by_id[row["session"]].turns[int(row["turn"])]
             if fmt == "guided_action":
-                conversations = action_conversations(env, row, turn)
+                conversations = action_conversations(env, row, turn, session=by_id[row["session"]], lookups=lookups)
             elif fmt == "paper":
                 conversations = [paper_conversation(env, row, turn)]
             else:
