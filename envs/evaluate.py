@@ -169,11 +169,12 @@ def model_sha256(model: str) -> str | None:
     """A digest of a local model's files (a checkpoint or adapter directory, or one file), or None for an alias
     or a hub id. The run directory records it so that a model retrained into the same path is scored anew,
     not resumed from the old one's answers (``scripts/demo_learning.py --ship`` rewrites the main job's
-    adapter in place). Checkpoint subdirectories are not the model and are left out."""
+    adapter in place). Checkpoint subdirectories and the markdown beside the model (its card) are not the
+    model and are left out."""
     path = Path(model)
     if not path.exists():
         return None
-    files = [path] if path.is_file() else sorted(f for f in path.iterdir() if f.is_file())
+    files = [path] if path.is_file() else sorted(f for f in path.iterdir() if f.is_file() and f.suffix != ".md")
     digest = hashlib.sha256()
     for f in files:
         digest.update(f.name.encode() + b"\0")

@@ -468,11 +468,13 @@ included:
 {results}
 ## Limits
 
-A 135M-parameter model trained for one to two hours on two CPU cores: it has learned the action format, each
-training world's schema and the shapes of the generator's queries. It is a demonstration that the
-environment and trainer teach, not a useful Text-to-Cypher model: on the benchmark worlds (schemas it never
-saw) it mostly writes well-formed queries with wrong labels, relationships or directions, and follow-up
-turns that must re-derive a chain of earlier results are where it fails most. It answers in one action, or
+A 135M-parameter model trained for one to two hours on two CPU cores. What it has learned is the action
+format (the valid-action share above, against the base model's) and the shapes of the generator's queries;
+it is not a useful Text-to-Cypher model, and its EX above is at or near zero: it picks the wrong
+relationships (the gold-relationships share above), writes a name as the user typed it where the graph
+stores it otherwise, and on the benchmark worlds (schemas it never saw) it also uses labels and
+relationship types those worlds do not have. Follow-up turns that must re-derive a chain of earlier
+results are where it fails most. It answers in one action, or
 looks a name up with SEARCH_VALUES first (its training shows that for names typed as people type them); it never
 runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic protocol.
 """)
