@@ -278,3 +278,16 @@ def _some_lack_a_neighbour(spec, share: float = 0.05) -> bool:
             if lacking >= share * len(graph.nodes[label]):
                 return True
     return False
+
+
+def test_may_vary_asks_for_a_second_run_only_where_rows_may_differ():
+    from benchmark.world_builder import may_vary
+
+    varying = ["MATCH (e:Emperor) RETURN e.name AS name ORDER BY name",
+               "MATCH (e:Emperor) WITH e ORDER BY e.age DESC LIMIT 3 RETURN e.name AS name",
+               "MATCH (e:Emperor) RETURN collect(e.name) AS names",
+               "MATCH (e:Emperor) RETURN e.name AS name, rand() AS r"]
+    steady = ["MATCH (e:Emperor {name: 'Order of the Limit'}) RETURN count(e) AS count",  # words in a string
+              "MATCH (e:Emperor)-[:GOVERNS]->(p:Province) RETURN DISTINCT p.name AS name",
+              "MATCH (e:Emperor) RETURN avg(e.age) AS avg_age"]
+    assert [may_vary(q) for q in varying + steady] == [True] * 4 + [False] * 3
