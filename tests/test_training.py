@@ -313,9 +313,9 @@ def test_canonical_variables_renumbers_the_generators_variables_only():
 
 def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
     from peft import get_peft_model
-    from trl import ModelConfig
+    from trl import ModelConfig, get_peft_config
 
-    from training.trainers import load_for_training
+    from training.trainers import load_for_training, top_layers_only
 
     # SmolLM2-135M (30 layers), the CPU recipe's model
     args = ModelConfig(model_name_or_path="smollm2-135m", use_peft=True, lora_r=4, lora_target_modules="all-linear")
@@ -324,10 +324,11 @@ def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
     trainable = [n for n, p in get_peft_model(model, peft_config).named_parameters() if p.requires_grad]
     assert {n.split(".layers.")[1].split(".")[0] for n in trainable} == {str(total - 2), str(total - 1)}
     assert all("lora_" in n for n in trainable) and len(trainable) == 2 * 7 * 2  # 2 layers x 7 modules x A, B
+    # The refusals, on the model already loaded (each load_for_training call converts the GGUF anew)
     for bad in (0, total + 1):
         with pytest.raises(ValueError, match="lora_layers"):
-            load_for_training(args, lora_layers=bad)
-    with pytest.raises(ValueError, match="use_peft"):
+            top_layers_only(get_peft_config(args), model, bad)
+    with pytest.raises(ValueError, match="use_peft"):  # refused before the model is loaded
         load_for_training(ModelConfig(model_name_or_path="smollm2-135m"), lora_layers=1)
 
 

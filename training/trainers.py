@@ -79,6 +79,9 @@ def _dtype(model_args) -> Any:
     return getattr(torch, dtype)
 
 
+LORA_LAYERS_NEED_PEFT = "lora_layers needs use_peft: true (it restricts the LoRA adapter to the top layers)"
+
+
 def load_for_training(model_args, gradient_checkpointing: bool = False, lora_layers: int | None = None):
     """(model, tokenizer, peft_config, base name). A checkpoint holding a LoRA adapter continues training
     that adapter on its recorded base; anything else is loaded by ``envs.models`` (aliases included) and
@@ -106,6 +109,8 @@ def load_for_training(model_args, gradient_checkpointing: bool = False, lora_lay
         if gradient_checkpointing:
             model.enable_input_require_grads()  # gradients must reach the adapter through checkpointed blocks
         return model, tok, None, base
+    if lora_layers is not None and not model_args.use_peft:  # refused before minutes of loading, not after
+        raise RecipeError(LORA_LAYERS_NEED_PEFT)
     model = load_causal_lm(name, **kwargs)
     tok = load_tokenizer(name)
     base = name
@@ -122,7 +127,7 @@ def top_layers_only(peft_config, model, n: int):
     """``peft_config`` restricted to the top ``n`` decoder layers (``layers_to_transform``): nothing below
     them needs a gradient, so the backward pass stops there."""
     if peft_config is None:
-        raise RecipeError("lora_layers needs use_peft: true (it restricts the LoRA adapter to the top layers)")
+        raise RecipeError(LORA_LAYERS_NEED_PEFT)
     total = model.config.num_hidden_layers
     if not 1 <= n <= total:
         raise RecipeError(f"lora_layers must be between 1 and the model's {total} layers, got {n}")
