@@ -379,3 +379,20 @@ def test_new_names_lookups_look_up_each_name_at_its_first_mention(sessions):
 
     with pytest.raises(RecipeError, match="lookups"):
         sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="all")
+
+
+def test_teacher_forced_probe_scores_an_adapters_gold_answers(sft_checkpoint, tmp_path):
+    sessions = _train_build() / "sessions.jsonl"
+    proc = _run([sys.executable, "scripts/teacher_forced_probe.py", str(sft_checkpoint), str(sessions),
+                 "--sessions", "1", "--show", "2"], tmp_path)
+    lines = proc.stdout.strip().splitlines()
+    figures = json.loads(lines[0])
+    n_turns = len(json.loads(sessions.read_text().splitlines()[0])["turns"])
+    assert figures["submit"]["n"] == n_turns  # one final SUBMIT_ANSWER a turn, besides any value lookups
+    assert figures["opening_submit"]["n"] == 1 and figures["later_submit"]["n"] == n_turns - 1
+    for part in ("all", "submit"):
+        assert figures[part]["nll"] > 0 and 0 <= figures[part]["tok_acc"] <= 1
+    assert len(lines) == 3 and all(line.split(":")[0].endswith(("turn 1", "turn 2")) for line in lines[1:])
+    bad = subprocess.run([sys.executable, "scripts/teacher_forced_probe.py", str(tmp_path), str(sessions)],
+                         cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True)
+    assert bad.returncode == 2 and "holds no LoRA adapter" in bad.stderr
