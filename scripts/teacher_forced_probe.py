@@ -4,13 +4,14 @@ the guided_action answers of sessions it did not train on, by turn position. For
     python scripts/teacher_forced_probe.py runs/demo7/sft runs/demo7/heldout/sessions.jsonl --sessions 11
 
 Each example is the turn prompt the SFT data builds (``training.data.sft_examples``, guided_action, the
-adapter's own ``lookups`` policy) followed by its gold action; the answer tokens are scored against the
-adapter's next-token prediction given every earlier gold token. Printed, as JSON, for all actions, the final
-SUBMIT_ANSWERs, and the SUBMIT_ANSWERs of openings and of later turns: ``nll`` (mean per answer token),
-``tok_acc`` (the share of answer tokens that are the argmax) and ``tf_exact`` (the share of answers whose
-every token is the argmax); then, per SUBMIT_ANSWER, the gold text up to the first token the model would not
-have written. Low NLL with ``tf_exact`` near 0 means the model learnt the boilerplate and misses the few
-tokens that decide the query (a label, a relationship type, a value).
+adapter's own ``lookups`` policy) followed by its gold action, tokenized as SFT tokenizes it
+(``training.packing.tokenized``: the chat template, its end-of-turn tokens included); the answer tokens are
+scored against the adapter's next-token prediction given every earlier gold token. Printed, as JSON, for all
+actions, the final SUBMIT_ANSWERs, and the SUBMIT_ANSWERs of openings and of later turns: ``nll`` (mean per
+answer token), ``tok_acc`` (the share of answer tokens that are the argmax) and ``tf_exact`` (the share of
+answers whose every token is the argmax); then, per SUBMIT_ANSWER, the gold text up to the first token the
+model would not have written. Low NLL with ``tf_exact`` near 0 means the model learnt the boilerplate and
+misses the few tokens that decide the query (a label, a relationship type, a value).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmark.session import read_sessions
     from envs.models import load_causal_lm, load_tokenizer
     from training.data import sft_examples
+    from training.packing import tokenized
 
     marker = json.loads((adapter / "cypherturn.json").read_text()) if (adapter / "cypherturn.json").is_file() else {}
     base = json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
@@ -64,22 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     model.eval()
     rows, start = [], time.time()
     for example in examples:
-        messages = example["messages"]
-        prompt = tok.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True)
-        prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-        ids = tok(prompt + messages[-1]["content"] + tok.eos_token, add_special_tokens=False)["input_ids"]
-        if ids[:len(prompt_ids)] != prompt_ids:  # the answer's first token merged with the prompt's last
-            raise SystemExit(f"the answer of {example['session']} turn {example['turn']} does not tokenize apart")
+        ids, prompt_len = tokenized(example["messages"], tok)  # the very tokens SFT trains on
         ids = torch.tensor([ids])
         with torch.no_grad():
-            logits = model(ids).logits[0, len(prompt_ids) - 1:-1].float()
-        target = ids[0, len(prompt_ids):]
+            logits = model(ids).logits[0, prompt_len - 1:-1].float()
+        target = ids[0, prompt_len:]
         hits = logits.argmax(-1) == target
         first_miss = None if hits.all() else int((~hits).nonzero()[0])
         rows.append({"session": example["session"], "turn": example["turn"],
                      "nll": torch.nn.functional.cross_entropy(logits, target).item(),
                      "acc": hits.float().mean().item(), "exact": bool(hits.all()),
-                     "submit": messages[-1]["content"].startswith("SUBMIT_ANSWER"),
+                     "submit": example["messages"][-1]["content"].startswith("SUBMIT_ANSWER"),
                      "up_to_miss": None if first_miss is None else tok.decode(target[:first_miss + 1])})
     print(f"{len(rows)} examples of {len(sessions)} sessions, {time.time() - start:.0f} s", file=sys.stderr)
     submits = [r for r in rows if r["submit"]]
