@@ -331,13 +331,19 @@ def test_play_episode_records_the_unplayed_turns_of_an_infrastructure_failure(sm
     with pytest.raises(RuntimeError):
         env.step("INSPECT_SCHEMA")  # the episode is over
 
-    def down(world):
-        raise env_module.EnvUnavailable("Neo4j is unavailable")
+    # A Neo4j that cannot be reached, for real: the driver is pointed at a port nothing listens on (the
+    # backoff between reset's attempts is zeroed only to keep the test short)
+    import socket
 
-    monkeypatch.setattr(env_module, "_introspect", down)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    monkeypatch.setenv("CYPHERTURN_NEO4J_URI", f"bolt://127.0.0.1:{closed_port}")
+    monkeypatch.setattr(env_module, "RESET_BACKOFF_S", 0.0)
     records = play_episode(_env(small), FailsOnTurn2(), s.id)
+    down = f"Neo4j is unavailable for world {s.world!r} after {env_module.RESET_ATTEMPTS} attempts: ServiceUnavailable"
     assert len(records) == len(s.turns) and all(
-        r["infra_error"] == "Neo4j is unavailable" and r["actions"] == [] and r["budget_left"] is None
+        r["infra_error"].startswith(down) and r["actions"] == [] and r["budget_left"] is None
         and r["session_id"] == s.id for r in records)
 
 
