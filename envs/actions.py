@@ -6,7 +6,7 @@ Accepted forms, tried in this order (``<think>…</think>`` blocks are removed f
 
        <tool_call>{"name": "execute_cypher", "arguments": {"query": "MATCH (n) RETURN n LIMIT 1"}}</tool_call>
 
-   Tools: ``execute_cypher(query)``, ``inspect_schema()``, ``search_values(label, property, query)``,
+   Tools: ``execute_cypher(query)``, ``inspect_schema()``, ``search_values(query, label, property)`` (label and property optional, together),
    ``ask_user(question)``, ``submit_answer(query)``; names are case-insensitive and may also be the
    upper-case action names.
 2. A JSON object: ``{"action": "EXECUTE_CYPHER", "input": "MATCH …"}`` (``input``, ``payload``,

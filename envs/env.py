@@ -46,7 +46,7 @@ from cypherturn.errors import InfrastructureError, InputError, ResetNeeded
 from envs.simulator import GUIDED_DISCOURAGE, UserSimulator
 from graphs.connections import ConfigError
 from graphs.schema import introspect
-from graphs.search import SearchError, SearchUnavailable, search_values
+from graphs.search import SearchError, SearchUnavailable, search_graph, search_values
 from graphs.server import ServerError
 from scoring.judge import shared_judge
 from scoring.records import TurnRecord
@@ -351,24 +351,39 @@ class CypherTurnEnv(gym.Env):
         return "[Answer submitted]", parsed.argument
 
     def _search(self, argument: Any) -> str:
+        """SEARCH_VALUES: a JSON object with label, property and query searches that property; plain text
+        (or an object with only a query) searches every label and property (``search_graph``)."""
         if isinstance(argument, str):
-            try:
-                argument = loads_bounded(argument)
-            except ValueError as exc:
-                return prompts.error_text("parse", f"SEARCH_VALUES needs a JSON object "
-                                                   f"{{\"label\", \"property\", \"query\"}}: {exc}")
-        if not isinstance(argument, dict) or not {"label", "property", "query"} <= set(argument):
-            return prompts.error_text("parse", "SEARCH_VALUES needs a JSON object with keys label, property, query")
+            text = argument.strip()
+            if text.startswith("{"):
+                try:
+                    argument = loads_bounded(text)
+                except ValueError as exc:
+                    return prompts.error_text("parse", f"SEARCH_VALUES needs a JSON object "
+                                                       f"{{\"label\", \"property\", \"query\"}} or plain text: {exc}")
+            else:
+                argument = {"query": text.strip("\"'`")}
+        if not isinstance(argument, dict) or "query" not in argument:
+            return prompts.error_text("parse", "SEARCH_VALUES needs a JSON object with keys label, property, query, "
+                                               "or the text to look for")
         try:
-            result = search_values(self.session.world, str(argument["label"]), str(argument["property"]),
-                                   argument["query"])
+            if "label" in argument or "property" in argument:
+                if not {"label", "property"} <= set(argument):
+                    return prompts.error_text("parse", "SEARCH_VALUES needs both label and property, or neither")
+                result = search_values(self.session.world, str(argument["label"]), str(argument["property"]),
+                                       argument["query"])
+                values = result.values
+                text = json.dumps(values, ensure_ascii=False)
+            else:
+                values = search_graph(self.session.world, argument["query"], limit=prompts.GRAPH_SEARCH_ROWS)
+                text = "\n".join(m.pattern() for m in values)
         except SearchError as exc:
             return prompts.error_text("search", str(exc))
         except SearchUnavailable as exc:
             return prompts.error_text("unavailable", str(exc))
-        if not result.values:
+        if not values:
             return "[Search] no matching values"
-        return "[Search] " + json.dumps(result.values, ensure_ascii=False)
+        return "[Search] " + text
 
     # -- scoring --------------------------------------------------------------------------------------
     def _finish_turn(self, prediction: str | None, submitted: bool) -> TurnRecord:

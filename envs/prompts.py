@@ -14,6 +14,7 @@ CURRENT_ROWS = 20  # rows of a current-turn result shown
 HISTORY_ROWS = 10  # rows of a prior gold result shown in the guided history
 AGENTIC_RESULT_CHARS = 200  # agentic history: EXECUTE results truncated to this many characters
 GUIDED_CAP = 3
+GRAPH_SEARCH_ROWS = 5  # SEARCH_VALUES <text>: the closest values shown, with their label and property
 CURRENT_QUESTION = "Current question"  # what opens the question of the turn in a turn prompt
 DEPENDENCY_HINT = ("[Note: This turn builds upon the result of Turn {n}. Use the result shown for Turn {n} "
                    "in the conversation history above.]")
@@ -22,6 +23,8 @@ ACTIONS_DOC = """You can take these actions, one per response:
 - EXECUTE_CYPHER <query>: run a read-only Cypher query on the graph and see the first 20 rows.
 - INSPECT_SCHEMA: see every node label with its typed properties and every relationship type.
 - SEARCH_VALUES {"label": "...", "property": "...", "query": "..."}: find up to 10 stored values that match text.
+  SEARCH_VALUES <text> (no label or property): the 5 stored values closest to the text, each shown as
+  (:Label {property: 'value'}).
 - ASK_USER <question>: ask the user a clarifying question.
 - SUBMIT_ANSWER <query>: give your final Cypher query for the current question; this ends the turn.
 Formats accepted: the plain form above, a tool call such as

@@ -217,18 +217,22 @@ class CypherTurnToolEnv:
         """
         return self._act("inspect_schema", {})
 
-    def search_values(self, label: str, property: str, query: str) -> str:
-        """Find up to 10 values stored in a node property that match a piece of text.
+    def search_values(self, query: str, label: str | None = None, property: str | None = None) -> str:
+        """Find stored values that match a piece of text: in one node property when label and property are
+        given (up to 10), else anywhere in the graph (the 5 closest, each with its label and property).
 
         Args:
-            label: The node label, e.g. "Person".
-            property: The property of that label to search, e.g. "name".
             query: The text to look for (approximate spelling is fine).
+            label: The node label, e.g. "Person" (optional, with property).
+            property: The property of that label to search, e.g. "name" (optional, with label).
 
         Returns:
             The matching stored values, or a message saying there are none.
         """
-        return self._act("search_values", {"label": _text(label), "property": _text(property), "query": _text(query)})
+        arguments = {"query": _text(query)}
+        if label is not None or property is not None:
+            arguments |= {"label": _text(label), "property": _text(property)}
+        return self._act("search_values", arguments)
 
     def ask_user(self, question: str) -> str:
         """Ask the user a clarifying question about their request.

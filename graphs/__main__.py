@@ -12,7 +12,7 @@ from graphs.executor import executor
 from graphs.generator import generate
 from graphs.loader import load_world, read_summary
 from graphs.schema import introspect
-from graphs.search import SearchError, search_values
+from graphs.search import SearchError, search_graph, search_values
 from graphs.spec import all_specs, get_spec
 
 
@@ -129,15 +129,25 @@ def cmd_schema(args) -> int:
 
 def cmd_search(args) -> int:
     _ensure_local(args.world)
+    if len(args.terms) not in (1, 3):
+        error("search takes LABEL PROPERTY TEXT (one property) or TEXT alone (the whole graph)")
+        return 2
     try:
-        result = search_values(args.world, args.label, args.property, args.query)
+        if len(args.terms) == 3:
+            result = search_values(args.world, *args.terms)
+            values, stage = result.values, result.stage
+            lines = [str(v) for v in values]
+        else:
+            matches = search_graph(args.world, args.terms[0])
+            values, stage = [vars(m) for m in matches], "graph"
+            lines = [m.pattern() for m in matches]
     except SearchError as exc:
         error(str(exc))
         return 2
     if args.json:
-        print(json.dumps({"values": result.values, "stage": result.stage}, ensure_ascii=False))
+        print(json.dumps({"values": values, "stage": stage}, ensure_ascii=False))
     else:
-        print("\n".join(str(v) for v in result.values) or "(no match)")
+        print("\n".join(lines) or "(no match)")
     return 0
 
 
@@ -168,9 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--json", action="store_true")
     se = sub.add_parser("search", help="SEARCH_VALUES: fuzzy lookup of stored property values")
     se.add_argument("world")
-    se.add_argument("label")
-    se.add_argument("property")
-    se.add_argument("query")
+    se.add_argument("terms", nargs="+", metavar="[LABEL PROPERTY] TEXT",
+                    help="LABEL PROPERTY TEXT searches one property; TEXT alone, the whole graph (closest first)")
     se.add_argument("--json", action="store_true")
     return p
 

@@ -16,6 +16,7 @@ from cypherturn.errors import CypherTurnError
 from graphs import connections
 from graphs.checksum import graph_checksum
 from graphs.generator import Graph, generate
+from graphs.search import forget_graph_values
 from graphs.spec import WorldSpec
 
 BATCH = 2000
@@ -114,6 +115,7 @@ def load_world(spec: WorldSpec, *, seed: int | None = None, scale: float = 1.0, 
         return LoadReport(spec.world, True, graph.node_count, graph.relationship_count, expected,
                           time.perf_counter() - t0)
     write_graph(target, graph, progress)
+    forget_graph_values(spec.world)
     after = read_summary(target)
     if after.checksum != expected:
         raise LoadError(f"world {spec.world}: after loading, the database checksum {after.checksum[:12]} "

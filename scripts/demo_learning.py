@@ -474,10 +474,19 @@ it is not a useful Text-to-Cypher model, and its EX above is at or near zero: it
 relationships (the gold-relationships share above), writes a name as the user typed it where the graph
 stores it otherwise, and on the benchmark worlds (schemas it never saw) it also uses labels and
 relationship types those worlds do not have. Follow-up turns that must re-derive a chain of earlier
-results are where it fails most. It answers in one action, or
-looks a name up with SEARCH_VALUES first (its training shows that for names typed as people type them); it never
-runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic protocol.
+results are where it fails most. It answers in one action, or first looks a name up with SEARCH_VALUES
+({_lookup_line(marker)}); it never runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic
+protocol.
 """)
+
+
+def _lookup_line(marker: dict) -> str:
+    """What the adapter's training taught it to look up, from its marker (training/config.py: lookups, search_scope)."""
+    which = ("each name the question says for the first time" if marker.get("lookups") == "new_names"
+             else "names typed as the graph does not store them")
+    how = ("the text as typed, searched in the whole graph; the answer copies the (:Label {property: 'value'}) "
+           "shown" if marker.get("search_scope") == "graph" else "in the label and property it chooses")
+    return f"{which}: {how}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     marker = json.loads((adapter / "cypherturn.json").read_text()) if (adapter / "cypherturn.json").is_file() else {}
     base = json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
     sessions = list(read_sessions(path))[:args.limit]
-    examples = sft_examples(sessions, ("guided_action",), chat_tools=False, lookups=marker.get("lookups", "typed"))
+    examples = sft_examples(sessions, ("guided_action",), chat_tools=False, lookups=marker.get("lookups", "typed"),
+                            search_scope=marker.get("search_scope", "property"))
     tok = load_tokenizer(str(adapter))
     model = PeftModel.from_pretrained(load_causal_lm(base, dtype=torch.float32), str(adapter)).merge_and_unload()
     model.eval()

@@ -409,3 +409,15 @@ def test_the_agent_and_the_judge_share_one_executor_per_world(small):
     finally:
         del judge.run_queries
     assert info["record"]["prediction"] == pred and ran == [[]]
+
+
+def test_search_values_with_plain_text_searches_the_whole_graph(small):
+    s = _first_session(small)
+    env = _env(small, protocol="guided")
+    env.reset(options={"session_id": s.id})
+    from graphs.search import search_graph
+    first = search_graph(s.world, "a", limit=1)[0]
+    obs, *_ = env.step(f"SEARCH_VALUES {first.value}")
+    assert obs.startswith("[Search] ") and first.pattern() in obs and len(obs.splitlines()) <= 5
+    obs, *_ = env.step(f'SEARCH_VALUES {{"query": "{first.value}", "label": "{first.label}"}}')
+    assert "both label and property" in obs

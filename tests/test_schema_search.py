@@ -6,7 +6,7 @@ import pytest
 
 from graphs.generator import generate
 from graphs.schema import introspect
-from graphs.search import SearchError, search_values
+from graphs.search import GraphMatch, SearchError, closeness, search_graph, search_values
 from graphs.spec import all_specs, get_spec
 
 pytestmark = pytest.mark.neo4j
@@ -64,3 +64,31 @@ def test_search_treats_the_query_as_data_not_cypher():
     hit = search_values("ancient_empire", "Emperor", "name", "') DETACH DELETE n //")
     assert hit.values == []
     assert introspect("ancient_empire", refresh=True).nodes  # still there
+
+
+def test_graph_search_finds_a_misspelt_name_with_its_label_and_property_closest_first():
+    graph = generate(get_spec("ancient_empire"))
+    name = sorted(row["name"] for row in graph.nodes["Emperor"])[0]
+    misspelt = name[:2] + name[3] + name[2] + name[4:]  # two letters swapped: neither contains the other
+    hits = search_graph("ancient_empire", misspelt)
+    assert hits[0] == GraphMatch("Emperor", "name", name) or \
+        closeness(misspelt.lower(), hits[0].value) >= closeness(misspelt.lower(), name)
+    assert GraphMatch("Emperor", "name", name) in hits and len(hits) <= 10
+    exact = search_graph("ancient_empire", name.upper(), limit=3)
+    assert exact[0] == GraphMatch("Emperor", "name", name) and len(exact) <= 3
+    scores = [closeness(name.lower(), m.value) for m in search_graph("ancient_empire", name)]
+    assert scores == sorted(scores, reverse=True) and scores[0] == 3.0
+
+
+def test_graph_search_shows_a_pattern_an_answer_can_copy_and_keeps_the_query_as_data():
+    assert GraphMatch("Emperor", "name", "O'Brien").pattern() == "(:Emperor {name: 'O\\'Brien'})"
+    assert search_graph("ancient_empire", "qqqqxxxxzzzz") == []
+    # a one-letter stored value is not "contained" in a query that merely has that letter in it
+    assert closeness("vashemo", "a") < 0.6
+    before = introspect("ancient_empire", refresh=True).nodes
+    search_graph("ancient_empire", "') DETACH DELETE n //")  # read as text to rank, never as Cypher
+    assert introspect("ancient_empire", refresh=True).nodes == before
+    with pytest.raises(SearchError, match="non-empty"):
+        search_graph("ancient_empire", " ")
+    with pytest.raises(SearchError, match="over 200"):
+        search_graph("ancient_empire", "x" * 201)

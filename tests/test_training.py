@@ -381,6 +381,39 @@ def test_new_names_lookups_look_up_each_name_at_its_first_mention(sessions):
         sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="all")
 
 
+def test_graph_scope_lookups_search_the_typed_text_and_the_answer_copies_the_pattern_shown(sessions):
+    """search_scope=graph: each lookup is SEARCH_VALUES <the text as typed>; its observation (the environment's
+    own) shows the stored value as a node pattern whose label, property and value the answer uses."""
+    from envs.actions import SEARCH, parse_action
+    from training.config import RecipeError
+    from training.data import names_to_look_up, sft_examples
+
+    chosen = sessions[:3]
+    examples = sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="new_names", search_scope="graph")
+    by_id = {s.id: s for s in chosen}
+    graph_lookups = typed_lookups = 0
+    for e in examples:
+        if len(e["messages"]) < 4:
+            continue
+        turn = by_id[e["session"]].turns[e["turn"]]
+        wanted = {t["typed"]: t for t in names_to_look_up(by_id[e["session"]], e["turn"], turn.shown_utterance,
+                                                          "new_names")}
+        action, observation = parse_action(e["messages"][-3]["content"]), e["messages"][-2]["content"]
+        assert action.type == SEARCH and observation.startswith("[Search] ")
+        if isinstance(action.argument, str):  # the graph-wide form
+            graph_lookups += 1
+            name = wanted[action.argument]
+            typed_lookups += name["kind"] != "exact"
+            stored = "'" + name["stored"].replace("\\", "\\\\").replace("'", "\\'") + "'"
+            pattern = f"(:{name['label']} {{{name['property']}: {stored}}})"
+            assert pattern in observation
+            answer = by_id[e["session"]].turns[e["turn"]].gold_cypher
+            assert stored in answer or name["stored"] in answer
+    assert graph_lookups > 0 and typed_lookups > 0
+    with pytest.raises(RecipeError, match="search_scope"):
+        sft_examples(chosen, ["guided_action"], chat_tools=False, search_scope="everywhere")
+
+
 def test_teacher_forced_probe_scores_an_adapters_gold_answers(sft_checkpoint, tmp_path):
     sessions = _train_build() / "sessions.jsonl"
     proc = _run([sys.executable, "scripts/teacher_forced_probe.py", str(sft_checkpoint), str(sessions),

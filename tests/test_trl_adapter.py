@@ -64,7 +64,7 @@ def test_exactly_the_five_actions_are_tools_with_documented_schemas(train):
         assert fn["return"]["description"], name
         for prop, spec in fn["parameters"]["properties"].items():
             assert spec["type"] == "string" and spec["description"], (name, prop)
-    assert schemas["search_values"]["parameters"]["required"] == ["label", "property", "query"]
+    assert schemas["search_values"]["parameters"]["required"] == ["query"]  # label and property: optional, together
     assert schemas["inspect_schema"]["parameters"]["properties"] == {}
     assert callable(env.get_reward)
     hidden = CypherTurnToolEnv(sessions=sessions, expose_reward=False)
@@ -166,7 +166,7 @@ def test_tools_act_on_the_real_graph_and_submitting_the_gold_scores_one(train):
     assert env.tool_calls == []
     assert env.ask_user("What do you mean?").startswith("User: ")
     label, prop = _a_string_property(obs)  # the guided turn prompt shows the schema
-    assert env.search_values(label, prop, "a").startswith("[Search]")
+    assert env.search_values(query="a", label=label, property=prop).startswith("[Search]")
     out = env.submit_answer(WRONG)
     assert out == "[Answer submitted]" and "Current question" not in out
     assert env.get_reward() == 0.0

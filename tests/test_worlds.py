@@ -82,3 +82,13 @@ def test_a_spec_is_parsed_once_and_again_when_its_file_changes(tmp_path):
     copy.write_text(src.read_text(encoding="utf-8").replace(first.title, first.title + " II", 1), encoding="utf-8")
     changed = load_spec_file(copy)
     assert changed is not first and changed.title == first.title + " II"
+
+
+def test_search_cli_searches_one_property_or_the_whole_graph():
+    one = _cli("search", "hospital", "Ward", "ward_type", "gen", "--json")
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout) == {"values": ["general"], "stage": "contains"}
+    everywhere = _cli("search", "hospital", "Geneeral")
+    assert everywhere.returncode == 0 and everywhere.stdout.splitlines()[0] == "(:Ward {ward_type: 'general'})"
+    wrong = _cli("search", "hospital", "Ward", "Geneeral")
+    assert wrong.returncode == 2 and "TEXT alone" in wrong.stderr

@@ -65,6 +65,11 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
                 "those the user typed as the graph does not store them; new_names: also every name the question "
                 "says word for word for the first time in the session (a misspelt invented name reads like a "
                 "right one, so the model gets a rule it can follow: look each new name up)"})
+    search_scope: str = field(default="property", metadata={
+        "help": "guided_action: how a lookup searches. property: SEARCH_VALUES {label, property, query}, the label and "
+                "property that store the name; graph: SEARCH_VALUES <the text as typed>, searched in every label "
+                "and property, whose observation shows each close value as (:Label {property: 'value'}), so the "
+                "answer copies its label, property and spelling from there"})
     share_prefixes: bool = field(default=False, metadata={
         "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "
                 "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "

@@ -165,11 +165,24 @@ def action_response(turn) -> str:
 MAX_SEARCHES = 2
 
 
-def search_action(typed: dict[str, str]) -> tuple[str, dict[str, str]]:
+SEARCH_SCOPES = ("property", "graph")
+
+
+def search_action(typed: dict[str, str], scope: str = "property") -> tuple[str, dict[str, str]]:
     """The SEARCH_VALUES action (plain grammar) that resolves a name as the user typed it
-    (``Turn.typed_names``), and its arguments."""
+    (``Turn.typed_names``), and its arguments. ``property``: in the label and property that store it;
+    ``graph``: the text alone, searched everywhere (the observation names the label and property)."""
+    if scope == "graph":
+        return "SEARCH_VALUES " + typed["typed"], {"query": typed["typed"]}
     arguments = {"label": typed["label"], "property": typed["property"], "query": typed["typed"]}
     return "SEARCH_VALUES " + json.dumps(arguments, ensure_ascii=False), arguments
+
+
+def _shows(observation: str, stored: str, scope: str) -> bool:
+    """Whether a SEARCH_VALUES observation shows the stored value (graph scope: as a Cypher literal)."""
+    if scope == "graph":
+        return "'" + stored.replace("\\", "\\\\").replace("'", "\\'") + "'" in observation
+    return stored in observation
 
 
 # which names a guided_action example looks up before it answers (``names_to_look_up``)
@@ -205,14 +218,17 @@ def names_to_look_up(session: Session, index: int, question: str, policy: str = 
 
 
 def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, session: Session | None = None,
-                         lookups: str = "typed") -> list[list[dict[str, str]]]:
+                         lookups: str = "typed", search_scope: str = "property") -> list[list[dict[str, str]]]:
     """The guided turn as the CPU recipe teaches it, one conversation per action: the turn prompt (from
     ``env.reset``); for each name the user typed in a form the graph does not store (a typo, part of the name,
     other case: ``Turn.typed_names``), ``SEARCH_VALUES`` with that text, answered by the environment's real
     observation (a user message, as the evaluator's text chat format shows it); then ``action_response``.
     Without the lookups the answer would name a stored value the prompt never shows, which teaches a model to
     make names up. Each conversation ends with the action it teaches; the next one starts with it.
-    ``lookups``: which names are looked up (``names_to_look_up``; ``new_names`` needs the turn's ``session``)."""
+    ``lookups``: which names are looked up (``names_to_look_up``; ``new_names`` needs the turn's ``session``).
+    ``search_scope``: how (``search_action``); a graph-wide search whose closest values leave the stored one
+    out falls back to the property's search, or is left out for a name the question says word for word (it is
+    then a piece of text that the gold tests names with, ``STARTS WITH 'Kh'``, not a stored value)."""
     messages = turn_prompt(env, row)
     names = turn.typed_names
     if lookups != "typed":
@@ -222,10 +238,15 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
         names = names_to_look_up(session, turn.index, question, lookups)
     out = []
     for typed in names[:MAX_SEARCHES]:
-        action, arguments = search_action(typed)
-        out.append(messages + [{"role": "assistant", "content": action}])
+        action, arguments = search_action(typed, search_scope)
         observation = env.search_values(**arguments)
-        if typed["stored"] not in observation:
+        if search_scope == "graph" and not _shows(observation, typed["stored"], "graph"):
+            if typed["kind"] == "exact":
+                continue  # a piece of text the gold tests names with (STARTS WITH 'Kh'), not a stored value
+            action, arguments = search_action(typed, "property")
+            observation = env.search_values(**arguments)
+        out.append(messages + [{"role": "assistant", "content": action}])
+        if not _shows(observation, typed["stored"], "graph" if "label" not in arguments else "property"):
             raise InvariantError(f"SEARCH_VALUES {arguments} did not find {typed['stored']!r} on "
                                  f"{row['session']} turn {row['turn']}")
         messages = messages + [{"role": "assistant", "content": action}, {"role": "user", "content": observation}]
@@ -238,7 +259,8 @@ SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
 
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
                  turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
-                 progress: bool = False, lookups: str = "typed") -> list[dict[str, Any]]:
+                 progress: bool = False, lookups: str = "typed",
+                 search_scope: str = "property") -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
     in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
@@ -254,6 +276,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
         raise RecipeError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
     if lookups not in LOOKUPS:
         raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {lookups!r}")
+    if search_scope not in SEARCH_SCOPES:
+        raise RecipeError(f"search_scope must be one of {list(SEARCH_SCOPES)}, got {search_scope!r}")
     tools = json.dumps(tool_schemas(), ensure_ascii=False) if chat_tools else None
     by_id = {s.id: s for s in sessions}
     wanted = None if turns is None else list(turns)
@@ -265,7 +289,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
         for row in tqdm(rows, desc=f"SFT data ({fmt})", unit="turn", disable=not progress):
             turn = by_id[row["session"]].turns[int(row["turn"])]
             if fmt == "guided_action":
-                conversations = action_conversations(env, row, turn, session=by_id[row["session"]], lookups=lookups)
+                conversations = action_conversations(env, row, turn, session=by_id[row["session"]], lookups=lookups,
+                                                     search_scope=search_scope)
             elif fmt == "paper":
                 conversations = [paper_conversation(env, row, turn)]
             else:

@@ -256,7 +256,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     state = PartialState()
     examples = sft_examples(train, args.formats, verify=args.verify, turns=args.turns,
                             chat_tools=chat_format == "tools", env_timeout=args.env_timeout,
-                            progress=state.is_main_process, lookups=args.lookups)
+                            progress=state.is_main_process, lookups=args.lookups,
+                            search_scope=args.search_scope)
     examples = (_take_sessions if args.share_prefixes else _take)(examples, args, training_args.seed)
     if not examples:
         raise InputError("no SFT examples: the training sessions are empty")
@@ -286,7 +287,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
         packing_info = None
     info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples),
-                 rename_schema=args.rename_schema, lookups=args.lookups, share_prefixes=packing_info)
+                 rename_schema=args.rename_schema, lookups=args.lookups, search_scope=args.search_scope,
+                 share_prefixes=packing_info)
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config, **extra,
                          callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
