@@ -4,45 +4,58 @@ hf backend: the prefix KV cache changes nothing but speed, and ``python -m envs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 
 import pytest
 
-from envs.backends import GenerationSettings, make_backend
+from envs.backends import GenerationSettings, PrefixCache, make_backend
 
 SYSTEM = {"role": "system", "content": "You translate questions about a graph into Neo4j Cypher. "
           "Answer with one action: EXECUTE_CYPHER <query> or SUBMIT_ANSWER <query>."}
 
 
 @pytest.fixture(scope="module")
-def backends():
-    return make_backend("hf", "smollm2-135m"), make_backend("hf", "smollm2-135m", prefix_cache=False)
+def backend():
+    return make_backend("hf", "smollm2-135m")  # one load (the GGUF conversion takes about 25 s)
 
 
-def test_prefix_cache_gives_the_same_greedy_text_and_reuses_the_prefix(backends):
-    cached, plain = backends
+@contextlib.contextmanager
+def without_prefix_cache(backend):
+    """The same model with the prefix cache off (``prefix_cache=False``), then a fresh cache."""
+    backend.prefix_cache = None
+    try:
+        yield backend
+    finally:
+        backend.prefix_cache = PrefixCache()
+
+
+def test_prefix_cache_gives_the_same_greedy_text_and_reuses_the_prefix(backend):
     settings = GenerationSettings(max_new_tokens=12)
     first = [SYSTEM, {"role": "user", "content": "Which generals are sworn to the emperor Quabraeo the Elder?"}]
+    with without_prefix_cache(backend) as plain:
+        reply = plain.generate(first, settings)
+    cached = backend
     chats = [first]
-    reply = cached.generate(first, settings)
+    assert cached.generate(first, settings) == reply
     # The same turn, one action later (extends the previous call), and another question (shares the system prompt).
     chats.append(first + [{"role": "assistant", "content": reply}, {"role": "user", "content": "[Invalid action] "
                           "no action found in the response."}])
     chats.append([SYSTEM, {"role": "user", "content": "How many provinces does the empire hold?"}])
     got = [reply] + [cached.generate(chat, settings) for chat in chats[1:]]
-    want = [plain.generate(chat, settings) for chat in chats]
-    assert got == want and all(isinstance(t, str) for t in got)
     stats = cached.prefix_cache
     assert stats.hits == 2 and stats.misses == 1 and stats.reused_tokens > 60
-    assert plain.prefix_cache is None
+    with without_prefix_cache(backend) as plain:
+        want = [plain.generate(chat, settings) for chat in chats]
+    assert got == want and all(isinstance(t, str) for t in got)
 
 
-def test_concurrent_chats_are_generated_as_one_left_padded_batch(backends):
+def test_concurrent_chats_are_generated_as_one_left_padded_batch(backend):
     from concurrent.futures import ThreadPoolExecutor
 
-    _, plain = backends
+    plain = backend
     settings = GenerationSettings(max_new_tokens=10)
     chats = [[SYSTEM, {"role": "user", "content": q}] for q in
              ("List every general.", "Which provinces border the capital province of the empire?", "Count the legions.")]
@@ -61,8 +74,8 @@ def test_concurrent_chats_are_generated_as_one_left_padded_batch(backends):
     assert together == alone  # left padding and the attention mask leave each chat's greedy text unchanged
 
 
-def test_a_prompt_longer_than_the_context_gets_an_empty_answer_not_an_error(backends):
-    cached, _ = backends
+def test_a_prompt_longer_than_the_context_gets_an_empty_answer_not_an_error(backend):
+    cached = backend
     settings = GenerationSettings(max_new_tokens=4)
     short = [{"role": "user", "content": "Hi"}]
     long = [SYSTEM, {"role": "user", "content": "Which generals are sworn to the emperor? " * 20}]
