@@ -144,3 +144,25 @@ def test_gold_parts_tell_a_wrong_relationship_from_a_wrong_name():
     shares = demo_learning._gold_parts_share([record(right_path), record(right_name), record(both), record(None)])
     assert shares == {"relationships": 2 / 3, "values": 2 / 3}
     assert demo_learning._gold_parts_share([record(None)]) == {"relationships": None, "values": None}
+
+
+def test_lookup_analysis_counts_lookups_that_show_a_gold_value_and_answers_that_copy_it(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from lookup_analysis import analyse
+
+    gold = "MATCH (n1:Ward)\nWHERE n1.ward_type = 'general'\nRETURN DISTINCT n1.name AS name"
+
+    def record(search: str, answer: str, ex: int) -> dict:
+        return {"world": "hospital", "gold_cypher": gold, "prediction": answer, "ex": ex,
+                "actions": [{"type": "SEARCH_VALUES", "payload": search}, {"type": "SUBMIT_ANSWER", "payload": answer}]}
+
+    rows = [record("Geneeral", gold, 1),  # found (the whole graph), copied
+            record('{"label": "Ward", "property": "ward_type", "query": "geneeral"}', gold.replace("general", "geneeral"), 0),
+            record('{"label": "Ward", "property": "colour", "query": "geneeral"}', gold, 0),  # an error: shows nothing
+            {"world": "hospital", "gold_cypher": gold, "prediction": gold, "ex": 1,
+             "actions": [{"type": "SUBMIT_ANSWER", "payload": gold}]}]
+    (tmp_path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = analyse(tmp_path)
+    assert (got["turns"], got["ex"], got["turns_with_lookup"], got["lookups"]) == (4, 2, 3, 3)
+    assert got["lookups_showing_a_gold_value"] == 2 and got["answers_after_such_a_lookup"] == 2
+    assert got["of_which_spell_it_as_stored"] == 1 and got["of_which_ex"] == 1

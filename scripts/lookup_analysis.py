@@ -1,0 +1,67 @@
+"""How an evaluated model used SEARCH_VALUES: per split, the turns with a lookup, the lookups whose text
+names one of the gold's string values (the search then shows it: re-run here on the real server), and the
+answers after such a lookup that spell the gold's value as stored (not as typed).
+
+python scripts/lookup_analysis.py runs/demo9/eval/sft-heldout [more run directories]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from graphs.search import search_graph, search_values  # noqa: E402
+from envs.prompts import GRAPH_SEARCH_ROWS  # noqa: E402
+
+_STRING = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+
+def strings(cypher: str | None) -> set[str]:
+    return {m.replace("\\'", "'") for m in _STRING.findall(cypher or "")}
+
+
+def found(world: str, payload) -> set[str]:
+    """The values the lookup showed the model (the environment's own search, re-run)."""
+    try:
+        if isinstance(payload, str) and payload.strip().startswith("{"):
+            payload = json.loads(payload)
+        if isinstance(payload, dict) and ("label" in payload or "property" in payload):
+            return set(map(str, search_values(world, str(payload.get("label")), str(payload.get("property")),
+                                              payload.get("query", "")).values))
+        text = str(payload.get("query", "") if isinstance(payload, dict) else payload)
+        return {m.value for m in search_graph(world, text.strip().strip("\"'`"), limit=GRAPH_SEARCH_ROWS)}
+    except Exception:  # a malformed lookup shows the model an error: nothing found
+        return set()
+
+
+def analyse(run: Path) -> dict:
+    records = [json.loads(line) for line in (run / "trajectories.jsonl").read_text().splitlines()]
+    out = {"run": str(run), "turns": len(records), "ex": sum(r["ex"] or 0 for r in records),
+           "turns_with_lookup": 0, "lookups": 0, "lookups_showing_a_gold_value": 0,
+           "answers_after_such_a_lookup": 0, "of_which_spell_it_as_stored": 0, "of_which_ex": 0}
+    for r in records:
+        searches = [a for a in r["actions"] if a["type"] == "SEARCH_VALUES"]
+        if not searches:
+            continue
+        out["turns_with_lookup"] += 1
+        gold = strings(r["gold_cypher"])
+        shown = set()
+        for a in searches:
+            out["lookups"] += 1
+            hit = found(r["world"], a["payload"]) & gold
+            out["lookups_showing_a_gold_value"] += bool(hit)
+            shown |= hit
+        if shown and r["prediction"]:
+            out["answers_after_such_a_lookup"] += 1
+            out["of_which_spell_it_as_stored"] += shown <= strings(r["prediction"])
+            out["of_which_ex"] += r["ex"] or 0
+    return out
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        print(json.dumps(analyse(Path(arg))))
