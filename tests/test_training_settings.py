@@ -138,3 +138,28 @@ def test_the_training_package_docstring_describes_its_modules():
     assert "not built yet" not in doc.lower()
     for part in ("sft.py", "grpo.py", "config", "trainers", "data"):
         assert part in doc, part
+
+
+# -- precision: bf16 autocast only where the CPU computes bf16 ----------------------------------------------
+def test_bf16_autocast_needs_a_cpu_with_bf16_arithmetic():
+    from training.trainers import cpu_computes_bf16
+
+    avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
+    assert not cpu_computes_bf16(avx2)
+    assert not cpu_computes_bf16(avx2.replace("avx2", "avx512f avx512bw"))
+    assert cpu_computes_bf16(avx2.replace("avx2", "avx512f avx512_bf16"))
+    assert cpu_computes_bf16(avx2.replace("avx2", "amx_bf16 amx_tile"))
+
+
+def test_a_bf16_recipe_trains_in_float32_on_a_cpu_without_bf16(monkeypatch):
+    import torch
+    from transformers import TrainingArguments
+
+    import training.trainers as trainers
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for native, want in ((False, (False, "no")), (True, (True, "bf16"))):
+        monkeypatch.setattr(trainers, "cpu_computes_bf16", lambda cpuinfo=None, native=native: native)
+        args = TrainingArguments(output_dir="unused", bf16=True, use_cpu=True, report_to="none")
+        trainers._cpu_precision(args)
+        assert (args.bf16, args.mixed_precision) == want
