@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cypherturn.errors import CypherTurnError
+from graphs.cypher_syntax import string_literal
 
 
 class ChainError(CypherTurnError, ValueError):
@@ -42,7 +43,7 @@ def literal(value: Any) -> str:
     if isinstance(value, dt.date):
         return f"date('{value.isoformat()}')"
     if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return string_literal(value)
     raise TypeError(f"no Cypher literal for {type(value).__name__}")
 
 

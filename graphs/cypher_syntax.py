@@ -244,6 +244,12 @@ def plain_name(tok: Token) -> str | None:
     return None
 
 
+def string_literal(value: str) -> str:
+    """``value`` as a single-quoted Cypher string literal (backslashes and quotes escaped); ``decode_string``
+    reads it back."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def decode_string(text: str) -> str:
     """The value of a Cypher string literal token (either quote style, backslash escapes)."""
     body = text[1:-1] if len(text) >= 2 and text[-1] == text[0] else text[1:]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from cypherturn.errors import InfrastructureError, InputError
+from graphs.cypher_syntax import string_literal
 from graphs.executor import executor
 from graphs.schema import introspect
 
@@ -102,8 +103,7 @@ class GraphMatch:
 
     def pattern(self) -> str:
         """The match as a Cypher node pattern, ``(:Label {property: 'value'})``: the form an answer uses."""
-        quoted = "'" + self.value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        return f"(:{self.label} {{{self.property}: {quoted}}})"
+        return f"(:{self.label} {{{self.property}: {string_literal(self.value)}}})"
 
 
 def closeness(query: str, value: str) -> float:

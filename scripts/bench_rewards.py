@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graphs import connections, server  # noqa: E402
+from graphs.cypher_syntax import string_literal  # noqa: E402
 
 GROUP = 8
 
@@ -40,10 +41,6 @@ TEMPLATES = [  # (anchor label, gold query with {v} for the anchor's name)
     ("General", "MATCH (g:General {{name: {v}}})-[:SWORN_TO]->(e:Emperor) RETURN e.name AS name"),
     ("City", "MATCH (c:City {{name: {v}}})-[:HOSTS]->(t:Temple)-[:WORSHIPS]->(d:Deity) RETURN DISTINCT d.name AS name"),
 ]
-
-
-def quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def variants(gold: str) -> list[str]:
@@ -76,7 +73,7 @@ def build_batch(world: str, size: int) -> tuple[list[str], dict]:
     for i in range(prompts):
         label, template = TEMPLATES[i % len(TEMPLATES)]
         pool = names[label]
-        golds.append(template.format(v=quote(pool[(i // len(TEMPLATES)) % len(pool)])))
+        golds.append(template.format(v=string_literal(pool[(i // len(TEMPLATES)) % len(pool)])))
     completions, gold_col = [], []
     for gold in golds:
         for pred in variants(gold):

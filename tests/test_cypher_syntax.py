@@ -113,3 +113,13 @@ def test_the_vocabulary_holds_every_word_of_every_set_upper_cased():
     assert all(w == w.upper() for w in cs.VOCABULARY)
     assert {"ON", "CSV", "INDEX", "CONSTRAINT", "SUM", "DATE", "MERGE", "SHOW"} <= cs.VOCABULARY
     assert "order" not in cs.VOCABULARY and "PROVINCE" not in cs.VOCABULARY
+
+
+@pytest.mark.parametrize("value", ["Dreleth Leaf", "O'Brien", "back\\slash", "both \\' kinds", "", "naïve – ünïcode"])
+def test_string_literal_is_read_back_by_decode_string_and_the_tokenizer(value):
+    from graphs.cypher_syntax import string_literal
+
+    text = string_literal(value)
+    assert decode_string(text) == value
+    toks = tokenize(f"RETURN {text} AS v")
+    assert [decode_string(t.text) for t in toks if t.kind == "string"] == [value]

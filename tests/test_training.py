@@ -385,6 +385,7 @@ def test_graph_scope_lookups_search_the_typed_text_and_the_answer_copies_the_pat
     """search_scope=graph: each lookup is SEARCH_VALUES <the text as typed>; its observation (the environment's
     own) shows the stored value as a node pattern whose label, property and value the answer uses."""
     from envs.actions import SEARCH, parse_action
+    from graphs.cypher_syntax import string_literal
     from training.config import RecipeError
     from training.data import names_to_look_up, sft_examples
 
@@ -404,7 +405,7 @@ def test_graph_scope_lookups_search_the_typed_text_and_the_answer_copies_the_pat
             graph_lookups += 1
             name = wanted[action.argument]
             typed_lookups += name["kind"] != "exact"
-            stored = "'" + name["stored"].replace("\\", "\\\\").replace("'", "\\'") + "'"
+            stored = string_literal(name["stored"])
             pattern = f"(:{name['label']} {{{name['property']}: {stored}}})"
             assert pattern in observation
             answer = by_id[e["session"]].turns[e["turn"]].gold_cypher

@@ -31,7 +31,7 @@ from cypherturn.errors import InvariantError
 from envs.env import EnvConfig
 from envs.prompts import CURRENT_QUESTION
 from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
-from graphs.cypher_syntax import tokenize
+from graphs.cypher_syntax import string_literal, tokenize
 from training.config import RecipeError
 
 FINAL_MESSAGE = "I have submitted my answer."
@@ -181,7 +181,7 @@ def search_action(typed: dict[str, str], scope: str = "property") -> tuple[str, 
 def _shows(observation: str, stored: str, scope: str) -> bool:
     """Whether a SEARCH_VALUES observation shows the stored value (graph scope: as a Cypher literal)."""
     if scope == "graph":
-        return "'" + stored.replace("\\", "\\\\").replace("'", "\\'") + "'" in observation
+        return string_literal(stored) in observation
     return stored in observation
 
 
