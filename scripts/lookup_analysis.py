@@ -7,6 +7,7 @@ python scripts/lookup_analysis.py runs/demo9/eval/sft-heldout [more run director
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -62,6 +63,17 @@ def analyse(run: Path) -> dict:
     return out
 
 
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="evaluation directories (each with trajectories.jsonl)")
+    args = p.parse_args(argv)
+    missing = [str(r) for r in args.runs if not (r / "trajectories.jsonl").is_file()]
+    if missing:
+        p.error(f"no trajectories.jsonl in {', '.join(missing)}")
+    for run in args.runs:
+        print(json.dumps(analyse(run)))
+    return 0
+
+
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        print(json.dumps(analyse(Path(arg))))
+    sys.exit(main())
