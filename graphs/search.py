@@ -108,15 +108,18 @@ class GraphMatch:
 
 def closeness(query: str, value: str) -> float:
     """How close a stored value is to the (lower-cased) query: 3 equal, 2-3 containing it (the tighter the
-    higher), 1-2 contained in it as whole words (3 characters at least), else the edit similarity (0-1)."""
+    higher), 1-2 contained in it as whole words (3 characters at least), else the edit similarity (0-1; below
+    MIN_SIMILARITY, an upper bound of it, which is all the ranking needs)."""
     s = value.lower()
     if s == query:
         return 3.0
     if query in s:
         return 2.0 + len(query) / len(s)
-    if len(s) >= 3 and re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query):  # a whole word or more of it
+    if len(s) >= 3 and s in query and re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query):  # whole words of it
         return 1.0 + len(s) / len(query)
-    return SequenceMatcher(None, query, s).ratio()
+    matcher = SequenceMatcher(None, query, s, autojunk=False)
+    bound = min(matcher.real_quick_ratio(), matcher.quick_ratio())  # cheap upper bounds of ratio()
+    return bound if bound < MIN_SIMILARITY else matcher.ratio()
 
 
 # world -> its (label, property, value) rows: read once per process, as the worlds are read-only while
