@@ -163,6 +163,24 @@ def make_registered(*, preset: dict[str, Any], config: EnvConfig | None = None, 
     return CypherTurnEnv(config=config, dataset=dataset, sessions=sessions, render_mode=render_mode)
 
 
+def search_arguments(argument: Any) -> dict | str:
+    """A SEARCH_VALUES argument (an object, JSON text or plain text) as ``{"query"}`` (the whole graph) or
+    ``{"label", "property", "query"}`` (one property), else the message that says what is wrong."""
+    if isinstance(argument, str):
+        text = argument.strip()
+        if not text.startswith("{"):
+            return {"query": text.strip("\"'`")}
+        try:
+            argument = loads_bounded(text)
+        except ValueError as exc:
+            return f"SEARCH_VALUES needs a JSON object {{\"label\", \"property\", \"query\"}} or plain text: {exc}"
+    if not isinstance(argument, dict) or "query" not in argument:
+        return "SEARCH_VALUES needs a JSON object with keys label, property, query, or the text to look for"
+    if ("label" in argument) != ("property" in argument):
+        return "SEARCH_VALUES needs both label and property, or neither"
+    return argument
+
+
 class CypherTurnEnv(gym.Env):
     """One CypherTurn session per episode; text observations and text actions.
 
@@ -353,23 +371,11 @@ class CypherTurnEnv(gym.Env):
     def _search(self, argument: Any) -> str:
         """SEARCH_VALUES: a JSON object with label, property and query searches that property; plain text
         (or an object with only a query) searches every label and property (``search_graph``)."""
+        argument = search_arguments(argument)
         if isinstance(argument, str):
-            text = argument.strip()
-            if text.startswith("{"):
-                try:
-                    argument = loads_bounded(text)
-                except ValueError as exc:
-                    return prompts.error_text("parse", f"SEARCH_VALUES needs a JSON object "
-                                                       f"{{\"label\", \"property\", \"query\"}} or plain text: {exc}")
-            else:
-                argument = {"query": text.strip("\"'`")}
-        if not isinstance(argument, dict) or "query" not in argument:
-            return prompts.error_text("parse", "SEARCH_VALUES needs a JSON object with keys label, property, query, "
-                                               "or the text to look for")
+            return prompts.error_text("parse", argument)
         try:
-            if "label" in argument or "property" in argument:
-                if not {"label", "property"} <= set(argument):
-                    return prompts.error_text("parse", "SEARCH_VALUES needs both label and property, or neither")
+            if "label" in argument:
                 result = search_values(self.session.world, str(argument["label"]), str(argument["property"]),
                                        argument["query"])
                 values = result.values

@@ -250,6 +250,11 @@ def string_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def string_values(query: str) -> set[str]:
+    """The strings a query's literals hold, as written between their quotes (escapes kept)."""
+    return {t.text[1:-1] for t in tokenize(query) if t.kind == "string"}
+
+
 def decode_string(text: str) -> str:
     """The value of a Cypher string literal token (either quote style, backslash escapes)."""
     body = text[1:-1] if len(text) >= 2 and text[-1] == text[0] else text[1:]

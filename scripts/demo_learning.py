@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from benchmark.session import read_sessions, worlds_interleaved
-from graphs.cypher_syntax import enclosing_brackets, name_of, tokenize
+from graphs.cypher_syntax import enclosing_brackets, name_of, string_values, tokenize
 from scoring.records import read_records, split_scored
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,8 +255,7 @@ def _relationships_and_values(query: str) -> tuple[set[str], set[str]]:
     around = enclosing_brackets(tokens)
     types = {name_of(tokens[i]) for i in range(1, len(tokens))
              if tokens[i - 1].text == ":" and around[i].innermost == "[" and name_of(tokens[i])}
-    values = {t.text[1:-1] for t in tokens if t.kind == "string"}
-    return types, values
+    return types, string_values(query)
 
 
 def _gold_parts_share(records: list[dict]) -> dict[str, float | None]:

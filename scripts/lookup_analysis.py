@@ -9,33 +9,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from graphs.search import search_graph, search_values  # noqa: E402
+from envs.env import search_arguments  # noqa: E402
 from envs.prompts import GRAPH_SEARCH_ROWS  # noqa: E402
-
-_STRING = re.compile(r"'((?:[^'\\]|\\.)*)'")
+from graphs.cypher_syntax import string_values  # noqa: E402
+from graphs.search import SearchError, search_graph, search_values  # noqa: E402
 
 
 def strings(cypher: str | None) -> set[str]:
-    return {m.replace("\\'", "'") for m in _STRING.findall(cypher or "")}
+    """The strings a query compares with, by the report's rule (demo_learning's gold values)."""
+    return string_values(cypher or "")
 
 
 def found(world: str, payload) -> set[str]:
-    """The values the lookup showed the model (the environment's own search, re-run)."""
+    """The values the lookup showed the model (the environment's own reading of the action and its search,
+    re-run); a malformed lookup showed an error: nothing."""
+    arguments = search_arguments(payload)
+    if isinstance(arguments, str):
+        return set()
     try:
-        if isinstance(payload, str) and payload.strip().startswith("{"):
-            payload = json.loads(payload)
-        if isinstance(payload, dict) and ("label" in payload or "property" in payload):
-            return set(map(str, search_values(world, str(payload.get("label")), str(payload.get("property")),
-                                              payload.get("query", "")).values))
-        text = str(payload.get("query", "") if isinstance(payload, dict) else payload)
-        return {m.value for m in search_graph(world, text.strip().strip("\"'`"), limit=GRAPH_SEARCH_ROWS)}
-    except Exception:  # a malformed lookup shows the model an error: nothing found
+        if "label" in arguments:
+            return set(map(str, search_values(world, str(arguments["label"]), str(arguments["property"]),
+                                              arguments["query"]).values))
+        return {m.value for m in search_graph(world, arguments["query"], limit=GRAPH_SEARCH_ROWS)}
+    except SearchError:
         return set()
 
 
