@@ -268,7 +268,6 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
 
     from training.data import SFT_FORMATS, sft_examples, split_sessions
 
-    _cpu_precision(training_args)
     bad = [f for f in args.formats if f not in SFT_FORMATS]
     if bad:
         raise RecipeError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
@@ -276,6 +275,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         raise RecipeError(f"chat_format must be auto, tools or text, got {args.chat_format!r}")
     if not 0 <= args.rename_schema <= 1:
         raise RecipeError(f"rename_schema must be a share in [0, 1], got {args.rename_schema}")
+    _cpu_precision(training_args)  # after the recipe checks: a bad recipe fails before anything else
     chat_format = args.chat_format
     if chat_format == "auto":
         chat_format = "tools" if any(f.endswith("_tools") for f in args.formats) else "text"
@@ -432,12 +432,12 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
     from envs.trl_adapter import make_env_factory
     from training.data import grpo_rows, split_sessions
 
-    _cpu_precision(training_args)
     if args.mode not in ("multi_turn", "single_turn"):
         raise RecipeError(f"mode must be multi_turn or single_turn, got {args.mode!r}")
     multi = args.mode == "multi_turn"
     funcs, training_args.reward_weights = resolve_rewards(  # fail before any work
         args.reward_specs(), multi_turn=multi, recipe_weights=training_args.reward_weights)
+    _cpu_precision(training_args)
     train, held = split_sessions(load_sessions(args), args.holdout_fraction)
     rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout),
                  args, training_args.seed)
