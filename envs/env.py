@@ -177,7 +177,9 @@ def search_arguments(argument: Any) -> dict | str:
     if not isinstance(argument, dict) or "query" not in argument:
         return "SEARCH_VALUES needs a JSON object with keys label, property, query, or the text to look for"
     if ("label" in argument) != ("property" in argument):
-        return "SEARCH_VALUES needs both label and property, or neither"
+        given, missing = ("label", "property") if "label" in argument else ("property", "label")
+        return (f"SEARCH_VALUES got a {given} but no {missing}: give both (one property searched) or neither "
+                "(the whole graph)")
     return argument
 
 

@@ -230,8 +230,9 @@ class CypherTurnToolEnv:
             The matching stored values, or a message saying there are none.
         """
         arguments = {"query": _text(query)}
-        if label is not None or property is not None:
-            arguments |= {"label": _text(label), "property": _text(property)}
+        # only what was given: the environment names a missing half, where "null" would be searched as a name
+        arguments |= {key: _text(value) for key, value in (("label", label), ("property", property))
+                      if value is not None}
         return self._act("search_values", arguments)
 
     def ask_user(self, question: str) -> str:

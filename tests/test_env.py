@@ -420,4 +420,4 @@ def test_search_values_with_plain_text_searches_the_whole_graph(small):
     obs, *_ = env.step(f"SEARCH_VALUES {first.value}")
     assert obs.startswith("[Search] ") and first.pattern() in obs and len(obs.splitlines()) <= 5
     obs, *_ = env.step(f'SEARCH_VALUES {{"query": "{first.value}", "label": "{first.label}"}}')
-    assert "both label and property" in obs
+    assert "got a label but no property" in obs

@@ -171,6 +171,9 @@ def test_tools_act_on_the_real_graph_and_submitting_the_gold_scores_one(train):
     assert out == "[Answer submitted]" and "Current question" not in out
     assert env.get_reward() == 0.0
 
+    env.reset(**_row(sessions, i, k))
+    assert "got a property but no label" in env.search_values(query="a", property=prop)  # not a search of "null"
+
 
 def _a_string_property(schema_text: str) -> tuple[str, str]:
     for line in schema_text.splitlines():
