@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     base = json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
     sessions = list(read_sessions(path))[:args.limit]
     examples = sft_examples(sessions, ("guided_action",), chat_tools=False, lookups=marker.get("lookups", "typed"),
-                            search_scope=marker.get("search_scope", "property"))
+                            search_scope=marker.get("search_scope", "property"),
+                            inline_filters=marker.get("inline_filters", False))
     tok = load_tokenizer(str(adapter))
     model = PeftModel.from_pretrained(load_causal_lm(base, dtype=torch.float32), str(adapter)).merge_and_unload()
     model.eval()

@@ -311,6 +311,54 @@ def test_canonical_variables_renumbers_the_generators_variables_only():
     assert canonical_variables(canonical_variables(query)) == canonical_variables(query)
 
 
+def test_inline_string_filters_moves_string_tests_of_a_lone_node_into_its_pattern():
+    from training.data import inline_string_filters
+
+    assert inline_string_filters("MATCH (n1:Ward)\nWHERE n1.ward_type = 'general'\nRETURN DISTINCT n1.name AS name") \
+        == "MATCH (n1:Ward {ward_type: 'general'})\nRETURN DISTINCT n1.name AS name"
+    # other tests stay in the WHERE; only the node the MATCH line binds is touched
+    assert inline_string_filters("MATCH (n2:Grant)\nWHERE n2.kind = 'seed' AND n2.renewed = true AND n2.x CONTAINS 'a' "
+                                 "AND n9.y = 'b'\nMATCH (n2)<-[:LEADS]-(n6:Researcher)\nRETURN n6.name AS name") == (
+        "MATCH (n2:Grant {kind: 'seed'})\nWHERE n2.renewed = true AND n2.x CONTAINS 'a' AND n9.y = 'b'\n"
+        "MATCH (n2)<-[:LEADS]-(n6:Researcher)\nRETURN n6.name AS name")
+    unchanged = [
+        "MATCH (n1:Sponsor)\nWHERE NOT coalesce(n1.sector = 'fashion', false)\nRETURN 1",  # not a plain conjunction
+        "MATCH (n1:A)\nWHERE n1.x = 'a' OR n1.x = 'b'\nRETURN 1",
+        "MATCH (a_n1:G {name: 'S'})<-[:IN]-(n1:F)\nWHERE n1.x = 'a'\nRETURN 1",  # a path, not a lone node
+        "MATCH (n1:A)\nWITH DISTINCT n1\nWHERE n1.x = 'a'\nRETURN 1",  # a WHERE after WITH
+        "MATCH (n1:A)\nWHERE n1.x > 'a'\nRETURN 1",  # not an equality
+    ]
+    for query in unchanged:
+        assert inline_string_filters(query) == query
+    # a second test of the same property stays a test: a map cannot hold one key twice
+    assert inline_string_filters("MATCH (n1:A)\nWHERE n1.x = 'a' AND n1.x = 'b'\nRETURN 1") == \
+        "MATCH (n1:A {x: 'a'})\nWHERE n1.x = 'b'\nRETURN 1"
+
+
+def test_inline_filter_answers_return_the_golds_rows_on_the_real_graph(sessions):
+    from envs.actions import SUBMIT, parse_action
+    from scoring.judge import shared_judge
+    from training.data import sft_examples
+
+    judge, inlined, copied = shared_judge(), 0, 0
+    chosen = [s for s in sessions if any("\nWHERE " in t.gold_cypher for t in s.turns)][:12]
+    by_id = {s.id: s for s in chosen}
+    for e in sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="new_names", search_scope="graph",
+                          inline_filters=True):
+        action = parse_action(e["messages"][-1]["content"])
+        if action.type != SUBMIT:
+            continue
+        turn = by_id[e["session"]].turns[e["turn"]]
+        assert judge.judge(by_id[e["session"]].world, turn.gold_cypher, action.argument).ex == 1
+        first = action.argument.split("\n", 1)[0]
+        if " {" in first and "{" not in turn.gold_cypher.split("\n", 1)[0]:
+            inlined += 1
+            # where the turn looked the value up, the answer's node pattern is the one the lookup showed
+            pattern = "(:" + first.split(":", 1)[1]
+            copied += any(pattern in m["content"] for m in e["messages"][3::2])
+    assert inlined > 0 and copied > 0
+
+
 def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
     from peft import get_peft_model
     from trl import ModelConfig, get_peft_config

@@ -70,6 +70,10 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
                 "property that store the name; graph: SEARCH_VALUES <the text as typed>, searched in every label "
                 "and property, whose observation shows each close value as (:Label {property: 'value'}), so the "
                 "answer copies its label, property and spelling from there"})
+    inline_filters: bool = field(default=False, metadata={
+        "help": "guided_action: write the answer's tests of a string property in the node pattern, "
+                "MATCH (n1:Ward {ward_type: 'general'}), where the gold has MATCH (n1:Ward) WHERE n1.ward_type = "
+                "'general' (the same query): the form a graph-wide lookup shows, so the answer copies it"})
     share_prefixes: bool = field(default=False, metadata={
         "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "
                 "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "

@@ -154,11 +154,66 @@ def canonical_variables(cypher: str) -> str:
     return "".join(out) + cypher[last:]
 
 
-def action_response(turn) -> str:
+_LONE_NODE = re.compile(r"(MATCH \((\w+):(\w+))\)\Z")  # a MATCH line that is one node with a label, no map
+
+
+def inline_string_filters(cypher: str) -> str:
+    """``cypher`` with each ``v.property = 'text'`` test of a ``WHERE`` line that directly follows a one-node
+    ``MATCH (v:Label)`` line moved into that node's pattern: ``MATCH (n1:Ward)`` / ``WHERE n1.ward_type =
+    'general'`` -> ``MATCH (n1:Ward {ward_type: 'general'})``. The same query (a pattern's map is an equality
+    test of the node it matches); the pattern is what a graph-wide SEARCH_VALUES shows for a stored value,
+    ``(:Ward {ward_type: 'general'})``, so the answer copies it. Only a WHERE that is a plain conjunction (no
+    OR, XOR, NOT or brackets) is touched; the other tests stay in it, and a WHERE left empty goes."""
+    lines = cypher.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        node = _LONE_NODE.match(lines[i])
+        where = lines[i + 1] if node and i + 1 < len(lines) and lines[i + 1].startswith("WHERE ") else None
+        moved, kept = _split_string_tests(where[len("WHERE "):], node.group(2)) if where else ([], [])
+        if not moved:
+            out.append(lines[i])
+            i += 1
+            continue
+        out.append(f"{node.group(1)} {{{', '.join(moved)}}})")
+        if kept:
+            out.append("WHERE " + " AND ".join(kept))
+        i += 2
+    return "\n".join(out)
+
+
+def _split_string_tests(condition: str, variable: str) -> tuple[list[str], list[str]]:
+    """The conjuncts of ``condition`` that test ``variable.property = 'text'``, as map entries
+    (``property: 'text'``), and the other conjuncts as written; ``([], [])`` where it is not a plain
+    conjunction."""
+    tokens = tokenize(condition)
+    if any(t.upper in ("OR", "XOR", "NOT") or (t.kind == "punct" and t.text in "()[]{}") for t in tokens):
+        return [], []
+    conjuncts, start = [], 0
+    for t in tokens:
+        if t.upper == "AND":
+            conjuncts.append(condition[start:t.start].strip())
+            start = t.end
+    conjuncts.append(condition[start:].strip())
+    moved, kept, seen = [], [], set()
+    for text in conjuncts:
+        parts = tokenize(text)
+        if len(parts) == 5 and parts[0].text == variable and parts[1].text == "." and parts[2].kind == "word" \
+                and parts[3].text == "=" and parts[4].kind == "string" and parts[2].text not in seen:
+            seen.add(parts[2].text)
+            moved.append(f"{parts[2].text}: {parts[4].text}")
+        else:
+            kept.append(text)
+    return moved, kept
+
+
+def action_response(turn, inline_filters: bool = False) -> str:
     """The guided turn answered with the action alone, in the environment's plain grammar:
-    ``SUBMIT_ANSWER <gold>``, its variables numbered by first appearance (``canonical_variables``). About half
+    ``SUBMIT_ANSWER <gold>``, its variables numbered by first appearance (``canonical_variables``), and with
+    ``inline_filters`` its string tests written in the node pattern (``inline_string_filters``). About half
     the paper response's tokens, and one action per turn to score."""
-    return f"SUBMIT_ANSWER {canonical_variables(turn.gold_cypher)}"
+    gold = inline_string_filters(turn.gold_cypher) if inline_filters else turn.gold_cypher
+    return f"SUBMIT_ANSWER {canonical_variables(gold)}"
 
 
 # guided turns have 3 actions: at most this many go to value lookups, one stays for the answer
@@ -218,7 +273,8 @@ def names_to_look_up(session: Session, index: int, question: str, policy: str = 
 
 
 def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, session: Session | None = None,
-                         lookups: str = "typed", search_scope: str = "property") -> list[list[dict[str, str]]]:
+                         lookups: str = "typed", search_scope: str = "property",
+                         inline_filters: bool = False) -> list[list[dict[str, str]]]:
     """The guided turn as the CPU recipe teaches it, one conversation per action: the turn prompt (from
     ``env.reset``); for each name the user typed in a form the graph does not store (a typo, part of the name,
     other case: ``Turn.typed_names``), ``SEARCH_VALUES`` with that text, answered by the environment's real
@@ -228,7 +284,8 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
     ``lookups``: which names are looked up (``names_to_look_up``; ``new_names`` needs the turn's ``session``).
     ``search_scope``: how (``search_action``); a graph-wide search whose closest values leave the stored one
     out falls back to the property's search, or is left out for a name the question says word for word (it is
-    then a piece of text that the gold tests names with, ``STARTS WITH 'Kh'``, not a stored value)."""
+    then a piece of text that the gold tests names with, ``STARTS WITH 'Kh'``, not a stored value).
+    ``inline_filters``: the answer's form (``action_response``)."""
     messages = turn_prompt(env, row)
     names = turn.typed_names
     if lookups != "typed":
@@ -250,7 +307,7 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
             raise InvariantError(f"SEARCH_VALUES {arguments} did not find {typed['stored']!r} on "
                                  f"{row['session']} turn {row['turn']}")
         messages = messages + [{"role": "assistant", "content": action}, {"role": "user", "content": observation}]
-    out.append(messages + [{"role": "assistant", "content": action_response(turn)}])
+    out.append(messages + [{"role": "assistant", "content": action_response(turn, inline_filters)}])
     return out
 
 
@@ -259,15 +316,16 @@ SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
 
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
                  turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
-                 progress: bool = False, lookups: str = "typed",
-                 search_scope: str = "property") -> list[dict[str, Any]]:
+                 progress: bool = False, lookups: str = "typed", search_scope: str = "property",
+                 inline_filters: bool = False) -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
     in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
     ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``, after a SEARCH_VALUES
     example for each name the user typed as the graph does not store it (``action_conversations``: such a turn
     gives several rows; ``lookups="new_names"``: also before each name the question says for the first time,
-    ``names_to_look_up``). ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
+    ``names_to_look_up``; ``inline_filters``: string tests written in the node pattern, ``inline_string_filters``).
+    ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
 
@@ -290,7 +348,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
             turn = by_id[row["session"]].turns[int(row["turn"])]
             if fmt == "guided_action":
                 conversations = action_conversations(env, row, turn, session=by_id[row["session"]], lookups=lookups,
-                                                     search_scope=search_scope)
+                                                     search_scope=search_scope, inline_filters=inline_filters)
             elif fmt == "paper":
                 conversations = [paper_conversation(env, row, turn)]
             else:
