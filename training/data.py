@@ -154,6 +154,7 @@ def canonical_variables(cypher: str) -> str:
     return "".join(out) + cypher[last:]
 
 
+_BRACKETS = frozenset("()[]{}")
 _LONE_NODE = re.compile(r"(MATCH \((\w+):(\w+))\)\Z")  # a MATCH line that is one node with a label, no map
 
 
@@ -187,7 +188,7 @@ def _split_string_tests(condition: str, variable: str) -> tuple[list[str], list[
     (``property: 'text'``), and the other conjuncts as written; ``([], [])`` where it is not a plain
     conjunction."""
     tokens = tokenize(condition)
-    if any(t.upper in ("OR", "XOR", "NOT") or (t.kind == "punct" and t.text in "()[]{}") for t in tokens):
+    if any(t.upper in ("OR", "XOR", "NOT") or (t.kind == "punct" and t.text in _BRACKETS) for t in tokens):
         return [], []
     conjuncts, start = [], 0
     for t in tokens:
