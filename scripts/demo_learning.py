@@ -480,11 +480,14 @@ protocol.
 
 
 def _lookup_line(marker: dict) -> str:
-    """What the adapter's training taught it to look up, from its marker (training/config.py: lookups, search_scope)."""
+    """What the adapter's training taught it to look up, from its marker (training/config.py: lookups, search_scope,
+    inline_filters)."""
     which = ("each name the question says for the first time" if marker.get("lookups") == "new_names"
              else "names typed as the graph does not store them")
     how = ("the text as typed, searched in the whole graph; the answer copies the (:Label {property: 'value'}) "
            "shown" if marker.get("search_scope") == "graph" else "in the label and property it chooses")
+    if marker.get("inline_filters"):
+        how += " (a string test written in the node pattern, as the lookup shows it)"
     return f"{which}: {how}"
 
 
