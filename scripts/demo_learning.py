@@ -481,13 +481,17 @@ protocol.
 
 def _lookup_line(marker: dict) -> str:
     """What the adapter's training taught it to look up, from its marker (training/config.py: lookups, search_scope,
-    inline_filters)."""
-    which = ("each name the question says for the first time" if marker.get("lookups") == "new_names"
-             else "names typed as the graph does not store them")
+    inline_filters, answer_first)."""
+    which = {"new_names": "each name the question says for the first time",
+             "unseen": "each name the question says for the first time, and each name of an earlier question whose "
+                       "stored spelling the prompt does not show"}.get(marker.get("lookups"),
+                                                                      "names typed as the graph does not store them")
     how = ("the text as typed, searched in the whole graph; the answer copies the (:Label {property: 'value'}) "
            "shown" if marker.get("search_scope") == "graph" else "in the label and property it chooses")
     if marker.get("inline_filters"):
         how += " (a string test written in the node pattern, as the lookup shows it)"
+    if marker.get("answer_first"):
+        how += "; a path to a named node is written from the answer, the named node last"
     return f"{which}: {how}"
 
 

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     sessions = list(read_sessions(path))[:args.limit]
     examples = sft_examples(sessions, ("guided_action",), chat_tools=False, lookups=marker.get("lookups", "typed"),
                             search_scope=marker.get("search_scope", "property"),
-                            inline_filters=marker.get("inline_filters", False))
+                            inline_filters=marker.get("inline_filters", False),
+                            answer_first=marker.get("answer_first", False))
     tok = load_tokenizer(str(adapter))
     model = PeftModel.from_pretrained(load_causal_lm(base, dtype=torch.float32), str(adapter)).merge_and_unload()
     model.eval()

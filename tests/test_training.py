@@ -359,6 +359,83 @@ def test_inline_filter_answers_return_the_golds_rows_on_the_real_graph(sessions)
     assert inlined > 0 and copied > 0
 
 
+def test_answer_first_paths_writes_an_anchored_path_from_its_answer_node():
+    from training.data import answer_first_paths
+
+    gold = ("MATCH (a_n2:Genre {name: 'Noir (1950s)'})<-[:IN_GENRE]-(m_n2:Film)-[:PRODUCED_BY]->(n2:Studio)\n"
+            "WITH DISTINCT n2\nRETURN sum(n2.valuation_musd) AS sum_valuation_musd")
+    assert answer_first_paths(gold) == (
+        "MATCH (n2:Studio)<-[:PRODUCED_BY]-(m_n2:Film)-[:IN_GENRE]->(a_n2:Genre {name: 'Noir (1950s)'})\n"
+        "WITH DISTINCT n2\nRETURN sum(n2.valuation_musd) AS sum_valuation_musd")
+    # each relationship keeps its direction, its variable, map and length; an undirected one stays so
+    assert answer_first_paths("MATCH (a_n1:A {name: 'x'})-[e_n1:R {w: 1}]->(n1:B)") == \
+        "MATCH (n1:B)<-[e_n1:R {w: 1}]-(a_n1:A {name: 'x'})"
+    assert answer_first_paths("MATCH (a_n1:A)-[:R*1..2]-(n1:B)") == "MATCH (n1:B)-[:R*1..2]-(a_n1:A)"
+    assert answer_first_paths("MATCH (a_n1:A)-->(m_n1)<--(n1:B)") == "MATCH (n1:B)-->(m_n1)<--(a_n1:A)"
+    unchanged = [
+        "MATCH (a_n1:A)-[:R]->(n1:B), (n1)--(z:C)",  # two patterns
+        "MATCH (a_n1:A)-[:R]->(n1:B) WHERE n1.x = 1",  # a WHERE on the line
+        "MATCH (n1:A)-[:R]->(a_n1:B)",  # already from the answer
+        "MATCH (a_n1:A)-[:R]->(b:B)",  # not ending at an answer node
+        "MATCH (n1)<-[:LEADS]-(n6:Researcher)",  # a step from an earlier result
+        "OPTIONAL MATCH (a_n1:A)-[:R]->(n1:B)",
+        "MATCH (a_n1:A {name: 'x)'}",  # not Cypher: left alone, not raised
+    ]
+    for query in unchanged:
+        assert answer_first_paths(query) == query
+
+
+def test_answer_first_answers_and_unseen_lookups_on_the_real_graph(sessions):
+    """answer_first: every answer returns its gold's rows on the real Neo4j, and an anchored opening starts with
+    the answer's label. lookups=unseen: a later turn that needs a stored spelling its prompt does not show looks
+    it up as an earlier question typed it, so fewer answers name a value no message of theirs shows."""
+    from envs.actions import SEARCH, SUBMIT, parse_action
+    from scoring.judge import shared_judge
+    from training.config import RecipeError
+    from training.data import names_to_look_up, sft_examples
+
+    chosen = [s for s in sessions if any(t.typed_names for t in s.turns[:1])
+              and any(t.gold_cypher.startswith("MATCH (a_") for t in s.turns)][:8]
+    by_id = {s.id: s for s in chosen}
+    judge = shared_judge()
+
+    def unshown(examples):
+        count = 0
+        for e in examples:
+            if not e["messages"][-1]["content"].startswith("SUBMIT_ANSWER"):
+                continue
+            turn, text = by_id[e["session"]].turns[e["turn"]], "\n".join(m["content"] for m in e["messages"][:-1])
+            count += any(isinstance(kv.get("value"), str) and kv["value"] not in text for kv in turn.gold_key_values)
+        return count
+
+    new = sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="new_names", search_scope="graph")
+    unseen = sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="unseen", search_scope="graph",
+                          inline_filters=True, answer_first=True)
+    assert unshown(unseen) < unshown(new)
+    anchored = earlier = 0
+    for e in unseen:
+        session = by_id[e["session"]]
+        turn = session.turns[e["turn"]]
+        action = parse_action(e["messages"][-1]["content"])
+        if action.type == SEARCH:
+            looked = action.argument
+            wanted = names_to_look_up(session, e["turn"], turn.shown_utterance, "unseen",
+                                      prompt=e["messages"][1]["content"])
+            name = next(t for t in wanted if t["typed"] == looked)
+            if name["kind"] == "earlier":  # typed in an earlier question, not this one
+                earlier += 1
+                assert e["turn"] > 0 and looked in e["messages"][1]["content"].split("Current question")[0]
+            continue
+        assert action.type == SUBMIT
+        assert judge.judge(session.world, turn.gold_cypher, action.argument).ex == 1
+        if turn.gold_cypher.startswith("MATCH (a_") and e["turn"] == 0:
+            anchored += 1
+            assert action.argument.startswith("MATCH (n1:") and "(a_n1:" in action.argument.split("\n")[0]
+    assert anchored > 0 and earlier > 0
+    with pytest.raises(RecipeError, match="prompt"):
+        names_to_look_up(chosen[0], 1, chosen[0].turns[1].shown_utterance, "unseen")
+
+
 def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
     from peft import get_peft_model
     from trl import ModelConfig, get_peft_config

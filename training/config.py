@@ -64,7 +64,9 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
         "help": "guided_action: which names an example looks up with SEARCH_VALUES before its SUBMIT_ANSWER. typed: "
                 "those the user typed as the graph does not store them; new_names: also every name the question "
                 "says word for word for the first time in the session (a misspelt invented name reads like a "
-                "right one, so the model gets a rule it can follow: look each new name up)"})
+                "right one, so the model gets a rule it can follow: look each new name up); unseen: also each name "
+                "the answer needs whose stored spelling the prompt does not show, as an earlier question typed it "
+                "(the guided history holds questions and results, not the lookups)"})
     search_scope: str = field(default="property", metadata={
         "help": "guided_action: how a lookup searches. property: SEARCH_VALUES {label, property, query}, the label and "
                 "property that store the name; graph: SEARCH_VALUES <the text as typed>, searched in every label "
@@ -74,6 +76,11 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
         "help": "guided_action: write the answer's tests of a string property in the node pattern, "
                 "MATCH (n1:Ward {ward_type: 'general'}), where the gold has MATCH (n1:Ward) WHERE n1.ward_type = "
                 "'general' (the same query): the form a graph-wide lookup shows, so the answer copies it"})
+    answer_first: bool = field(default=False, metadata={
+        "help": "guided_action: write each path from a named anchor to the answer node the other way round, "
+                "MATCH (n1:Studio)<-[:PRODUCED_BY]-(m_n1:Film)-[:IN_GENRE]->(a_n1:Genre {name: 'Noir'}) (the same "
+                "pattern): the answer starts with the label the question asks about, as a property-filter "
+                "answer does, and the looked-up node comes last"})
     share_prefixes: bool = field(default=False, metadata={
         "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "
                 "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "

@@ -31,7 +31,7 @@ from cypherturn.errors import InvariantError
 from envs.env import EnvConfig
 from envs.prompts import CURRENT_QUESTION
 from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
-from graphs.cypher_syntax import string_literal, tokenize
+from graphs.cypher_syntax import CypherParseError, bracket_pairs, string_literal, tokenize
 from training.config import RecipeError
 
 FINAL_MESSAGE = "I have submitted my answer."
@@ -208,12 +208,75 @@ def _split_string_tests(condition: str, variable: str) -> tuple[list[str], list[
     return moved, kept
 
 
-def action_response(turn, inline_filters: bool = False) -> str:
+_ANCHOR_VARIABLE = re.compile(r"a_n\d+\Z")
+_ANSWER_VARIABLE = re.compile(r"n\d+\Z")
+
+
+def answer_first_paths(cypher: str) -> str:
+    """``cypher`` with each ``MATCH`` line that is one path from the generator's anchor (``a_nK``, the node a
+    name picks out) to the answer node (``nK``) written the other way round, from the answer:
+    ``MATCH (a_n1:Genre {name: 'Noir'})<-[:IN_GENRE]-(m_n1:Film)-[:PRODUCED_BY]->(n1:Studio)`` ->
+    ``MATCH (n1:Studio)<-[:PRODUCED_BY]-(m_n1:Film)-[:IN_GENRE]->(a_n1:Genre {name: 'Noir'})``. The same
+    pattern (each relationship keeps its direction); it starts with the label the question asks about
+    ("which studios …"), as a property-filter opening does, ``MATCH (n1:Studio {…})``, so the answer's first
+    choice is the same in both and the looked-up node comes last. Other lines are left as they are."""
+    return "\n".join(_answer_first(line) for line in cypher.split("\n"))
+
+
+def _answer_first(line: str) -> str:
+    if not line.startswith("MATCH (a_n"):
+        return line
+    tokens = tokenize(line)
+    try:
+        pairs = bracket_pairs(tokens)
+    except CypherParseError:
+        return line
+    nodes, links, i = [], [], 1  # node texts; the relationship texts between them, as written
+    while i < len(tokens):
+        if tokens[i].text != "(" or tokens[i].kind != "punct":
+            return line
+        j = pairs[i]
+        nodes.append(line[tokens[i].start:tokens[j].end])
+        i = j + 1
+        if i == len(tokens):
+            break
+        k = i
+        while k < len(tokens) and not (tokens[k].kind == "punct" and tokens[k].text == "("):
+            k = pairs[k] + 1 if tokens[k].kind == "punct" and tokens[k].text == "[" else k + 1
+        link = line[tokens[i].start:tokens[k - 1].end] if k > i else ""
+        if k == len(tokens) or not re.fullmatch(r"<?-(\[.*\])?->?", link, re.S):
+            return line  # not a plain chain of node, relationship, node (a comma, a WHERE, a function call)
+        links.append(link)
+        i = k
+    if len(nodes) < 2 or not _ANCHOR_VARIABLE.match(_node_variable(nodes[0])) \
+            or not _ANSWER_VARIABLE.match(_node_variable(nodes[-1])):
+        return line
+    out = [nodes[-1]]
+    for node, link in zip(reversed(nodes[:-1]), reversed(links)):
+        out += [_reversed_link(link), node]
+    return "MATCH " + "".join(out)
+
+
+def _node_variable(node: str) -> str:
+    m = re.match(r"\((\w*)", node)
+    return m.group(1) if m else ""
+
+
+def _reversed_link(link: str) -> str:
+    """A relationship pattern as written from its other end: ``<-[:R]-`` <-> ``-[:R]->``; undirected stays."""
+    body = link[1:] if link.startswith("<") else link
+    body = body[:-1] if body.endswith(">") else body
+    return ("<" if link.endswith(">") else "") + body + (">" if link.startswith("<") else "")
+
+
+def action_response(turn, inline_filters: bool = False, answer_first: bool = False) -> str:
     """The guided turn answered with the action alone, in the environment's plain grammar:
-    ``SUBMIT_ANSWER <gold>``, its variables numbered by first appearance (``canonical_variables``), and with
-    ``inline_filters`` its string tests written in the node pattern (``inline_string_filters``). About half
+    ``SUBMIT_ANSWER <gold>``, its variables numbered by first appearance (``canonical_variables``), with
+    ``inline_filters`` its string tests written in the node pattern (``inline_string_filters``) and with
+    ``answer_first`` its anchored paths written from the answer node (``answer_first_paths``). About half
     the paper response's tokens, and one action per turn to score."""
     gold = inline_string_filters(turn.gold_cypher) if inline_filters else turn.gold_cypher
+    gold = answer_first_paths(gold) if answer_first else gold
     return f"SUBMIT_ANSWER {canonical_variables(gold)}"
 
 
@@ -242,10 +305,11 @@ def _shows(observation: str, stored: str, scope: str) -> bool:
 
 
 # which names a guided_action example looks up before it answers (``names_to_look_up``)
-LOOKUPS = ("typed", "new_names")
+LOOKUPS = ("typed", "new_names", "unseen")
 
 
-def names_to_look_up(session: Session, index: int, question: str, policy: str = "typed") -> list[dict[str, str]]:
+def names_to_look_up(session: Session, index: int, question: str, policy: str = "typed",
+                     prompt: str | None = None) -> list[dict[str, str]]:
     """The names turn ``index`` of ``session`` looks up with SEARCH_VALUES before answering, as
     ``Turn.typed_names`` records (``{label, property, stored, typed, kind}``), at most ``MAX_SEARCHES``.
 
@@ -253,29 +317,51 @@ def names_to_look_up(session: Session, index: int, question: str, policy: str = 
     case). ``new_names``: those, and every other name or value of the gold (``gold_key_values``) that the
     question (``question``, the text the model is shown) says word for word and no earlier turn named (kind
     ``exact``). An invented name typed wrong reads like one typed right, so a model taught to look up only
-    the wrong ones cannot tell when to; looking up each new name first is a rule it can follow."""
+    the wrong ones cannot tell when to; looking up each new name first is a rule it can follow.
+    ``unseen``: those of ``new_names``, and each name of the gold that the turn prompt (``prompt``, the whole
+    text shown) does not show as stored but an earlier question typed otherwise (kind ``earlier``, looked up
+    as typed then): "the genre Bostaquork" of turn 1 is ``'Bostaquork Noir'`` in the gold of turn 3 too, and
+    no guided prompt shows it (the history holds the questions and results, not the lookups). Without it,
+    such a turn teaches the model to write a stored spelling it was never shown."""
     if policy not in LOOKUPS:
         raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {policy!r}")
+    if policy == "unseen" and prompt is None:
+        raise RecipeError("lookups 'unseen' needs the turn prompt")
     turn = session.turns[index]
     out = list(turn.typed_names)
-    if policy == "new_names":
+    if policy in ("new_names", "unseen"):
         named = {t["stored"] for t in out}
         for earlier in session.turns[:index]:
             named |= {kv["value"] for kv in earlier.gold_key_values if isinstance(kv.get("value"), str)}
             named |= {t["stored"] for t in earlier.typed_names}
         for kv in turn.gold_key_values:
             value = kv.get("value")
-            if isinstance(value, str) and value not in named and \
-                    re.search(rf"(?<!\w){re.escape(value)}(?!\w)", question):
+            if isinstance(value, str) and value not in named and _says(question, value):
                 out.append({"label": kv["label"], "property": kv["property"], "stored": value, "typed": value,
                             "kind": "exact"})
                 named.add(value)
+    if policy == "unseen":
+        wanted = {t["stored"] for t in out}
+        for kv in turn.gold_key_values:
+            value = kv.get("value")
+            if not isinstance(value, str) or value in wanted or _says(prompt, value):
+                continue
+            typed = next((t for earlier in session.turns[:index] for t in earlier.typed_names
+                          if t["stored"] == value and _says(prompt, t["typed"])), None)
+            if typed is not None:
+                out.append({**typed, "kind": "earlier"})
+                wanted.add(value)
     return out[:MAX_SEARCHES]
+
+
+def _says(text: str, value: str) -> bool:
+    """Whether ``text`` holds ``value`` as a whole word or phrase."""
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
 
 
 def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, session: Session | None = None,
                          lookups: str = "typed", search_scope: str = "property",
-                         inline_filters: bool = False) -> list[list[dict[str, str]]]:
+                         inline_filters: bool = False, answer_first: bool = False) -> list[list[dict[str, str]]]:
     """The guided turn as the CPU recipe teaches it, one conversation per action: the turn prompt (from
     ``env.reset``); for each name the user typed in a form the graph does not store (a typo, part of the name,
     other case: ``Turn.typed_names``), ``SEARCH_VALUES`` with that text, answered by the environment's real
@@ -286,14 +372,14 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
     ``search_scope``: how (``search_action``); a graph-wide search whose closest values leave the stored one
     out falls back to the property's search, or is left out for a name the question says word for word (it is
     then a piece of text that the gold tests names with, ``STARTS WITH 'Kh'``, not a stored value).
-    ``inline_filters``: the answer's form (``action_response``)."""
+    ``inline_filters``, ``answer_first``: the answer's form (``action_response``)."""
     messages = turn_prompt(env, row)
     names = turn.typed_names
     if lookups != "typed":
         if session is None:
             raise RecipeError(f"lookups {lookups!r} needs the turn's session")
         question = messages[-1]["content"].rsplit(CURRENT_QUESTION, 1)[-1]  # not the conversation before it
-        names = names_to_look_up(session, turn.index, question, lookups)
+        names = names_to_look_up(session, turn.index, question, lookups, prompt=messages[-1]["content"])
     out = []
     for typed in names[:MAX_SEARCHES]:
         action, arguments = search_action(typed, search_scope)
@@ -308,7 +394,7 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
             raise InvariantError(f"SEARCH_VALUES {arguments} did not find {typed['stored']!r} on "
                                  f"{row['session']} turn {row['turn']}")
         messages = messages + [{"role": "assistant", "content": action}, {"role": "user", "content": observation}]
-    out.append(messages + [{"role": "assistant", "content": action_response(turn, inline_filters)}])
+    out.append(messages + [{"role": "assistant", "content": action_response(turn, inline_filters, answer_first)}])
     return out
 
 
@@ -318,14 +404,15 @@ SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
                  turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
                  progress: bool = False, lookups: str = "typed", search_scope: str = "property",
-                 inline_filters: bool = False) -> list[dict[str, Any]]:
+                 inline_filters: bool = False, answer_first: bool = False) -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
     in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
     ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``, after a SEARCH_VALUES
     example for each name the user typed as the graph does not store it (``action_conversations``: such a turn
     gives several rows; ``lookups="new_names"``: also before each name the question says for the first time,
-    ``names_to_look_up``; ``inline_filters``: string tests written in the node pattern, ``inline_string_filters``).
+    ``names_to_look_up``; ``inline_filters``: string tests written in the node pattern, ``inline_string_filters``;
+    ``answer_first``: anchored paths written from the answer node, ``answer_first_paths``).
     ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
@@ -349,7 +436,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
             turn = by_id[row["session"]].turns[int(row["turn"])]
             if fmt == "guided_action":
                 conversations = action_conversations(env, row, turn, session=by_id[row["session"]], lookups=lookups,
-                                                     search_scope=search_scope, inline_filters=inline_filters)
+                                                     search_scope=search_scope, inline_filters=inline_filters,
+                                                     answer_first=answer_first)
             elif fmt == "paper":
                 conversations = [paper_conversation(env, row, turn)]
             else:

@@ -284,7 +284,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     examples = sft_examples(train, args.formats, verify=args.verify, turns=args.turns,
                             chat_tools=chat_format == "tools", env_timeout=args.env_timeout,
                             progress=state.is_main_process, lookups=args.lookups,
-                            search_scope=args.search_scope, inline_filters=args.inline_filters)
+                            search_scope=args.search_scope, inline_filters=args.inline_filters,
+                            answer_first=args.answer_first)
     examples = (_take_sessions if args.share_prefixes else _take)(examples, args, training_args.seed)
     if not examples:
         raise InputError("no SFT examples: the training sessions are empty")
@@ -315,7 +316,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         packing_info = None
     info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples),
                  rename_schema=args.rename_schema, lookups=args.lookups, search_scope=args.search_scope,
-                 inline_filters=args.inline_filters,
+                 inline_filters=args.inline_filters, answer_first=args.answer_first,
                  share_prefixes=packing_info)
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config, **extra,
