@@ -18,7 +18,8 @@ stage that ran is kept in ``OUT/timings.json``):
 4. evaluation: ``python -m envs.evaluate`` (guided protocol, greedy, ``--max-new-tokens``, text chat format)
    of the SFT checkpoint (before GRPO starts), the GRPO checkpoint and the base model on the first ``--limit``
    held-out training-world sessions and the first ``--limit-benchmark`` benchmark-world sessions (the base
-   model on at most ``--base-limit`` of them when given);
+   model on at most ``--base-limit`` of them when given; ``--base-from RUN`` takes its evaluations from an
+   earlier demonstration that scored the same sessions with the same settings, as a recipe change leaves them);
 5. report: ``OUT/results.md`` and ``OUT/results.json``: EX strict and relaxed with 95% intervals (sessions
    resampled), EX on opening and later turns and by turn position, PSJS, the share of valid actions, the share
    of answers naming only the schema's labels, relationship types and property keys,
@@ -186,6 +187,49 @@ def reuse_eval(out: Path, source: str, target: str) -> list[str]:
             (dest / "same_weights_as").write_text(f"{source}\n")
             copied.append(split)
     return copied
+
+
+# what must agree for another run's base-model evaluation to stand for this run's (envs/evaluate.py's meta.json)
+_SAME_BASE_RUN = ("model", "dataset_sha256", "limit", "protocol", "dtype", "chat_format")
+
+
+def copy_base_evals(args, out: Path, source: Path, model: str, datasets: dict[str, Path]) -> dict[str, str]:
+    """Copy the finished base-model evaluations of the demonstration in ``source`` into ``out`` where they
+    score the same thing this run would (the same model, sessions (sha256 of their file), session limit,
+    protocol, dtype, chat format and generation settings): greedy decoding of an unchanged model gives the same
+    answers, and the base model is the slowest to score (it writes to the token limit). Each copy gets a
+    ``copied_from`` file. Returns, per split, ``copied``, ``present`` or why it was not copied (then it is
+    scored as usual)."""
+    import hashlib
+    import shutil
+
+    why: dict[str, str] = {}
+    for split, dataset in datasets.items():
+        if split not in args.splits:
+            continue
+        src, dest = source / "eval" / f"base-{split}", out / "eval" / f"base-{split}"
+        if (dest / "metrics.json").is_file():
+            why[split] = "present"
+            continue
+        if not (src / "metrics.json").is_file():
+            why[split] = f"{src} has no finished evaluation"
+            continue
+        meta = json.loads((src / "meta.json").read_text())
+        limit = args.limit_benchmark if split == "benchmark" else args.limit
+        wanted = {"model": model, "dataset_sha256": hashlib.sha256((dataset / "sessions.jsonl").read_bytes()).hexdigest(),
+                  "limit": min(limit, args.base_limit) if args.base_limit else limit, "protocol": "guided",
+                  "dtype": args.dtype, "chat_format": "text"}
+        differ = [k for k in _SAME_BASE_RUN if meta.get(k) != wanted[k]]
+        if meta.get("generation", {}).get("max_new_tokens") != args.max_new_tokens:
+            differ.append("max_new_tokens")
+        if differ:
+            why[split] = f"{src} differs in {', '.join(differ)}"
+            continue
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(src, dest)
+        (dest / "copied_from").write_text(f"{src}: the same base model, sessions, limit and generation settings\n")
+        why[split] = "copied"
+    return why
 
 
 def _records(run: Path) -> list[dict]:
@@ -523,6 +567,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated splits to score: heldout (training worlds), benchmark (unseen worlds)")
     p.add_argument("--toy", action="store_true",
                    help="the same pipeline at toy size (a 2-layer random model, a few examples, 1 session per split)")
+    p.add_argument("--base-from", metavar="RUN",
+                   help="take the base model's evaluations from this earlier demonstration (its OUT) where they score "
+                        "the same sessions with the same settings; the others are scored as usual")
     p.add_argument("--ship", help="copy the final adapter (GRPO, else SFT) with a model card to this directory")
     p.add_argument("--publish", help="copy the report (results.md, results.json, training_curves.png, timings.json) "
                                      "to this directory, e.g. reports/learning-demo")
@@ -561,6 +608,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"GRPO left the adapter unchanged (parameter digests agree): its scores are SFT's "
                   f"({', '.join(reuse_eval(out, 'sft', 'grpo')) or 'nothing new to copy'})", flush=True)
         clock.run("eval grpo", stage_eval, args, out, {"grpo": models["grpo"]}, datasets)
+    if "eval" in stages and args.base_from:
+        for split, what in copy_base_evals(args, out, Path(args.base_from), models["base"], datasets).items():
+            print(f"base model on {split}: {what}", flush=True)
     if "eval" in stages:
         clock.run("eval base", stage_eval, args, out, {"base": models["base"]}, datasets)
     if "report" in stages:

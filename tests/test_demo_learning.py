@@ -166,3 +166,41 @@ def test_lookup_analysis_counts_lookups_that_show_a_gold_value_and_answers_that_
     assert (got["turns"], got["ex"], got["turns_with_lookup"], got["lookups"]) == (4, 2, 3, 3)
     assert got["lookups_showing_a_gold_value"] == 2 and got["answers_after_such_a_lookup"] == 2
     assert got["of_which_spell_it_as_stored"] == 1 and got["of_which_ex"] == 1
+
+
+def test_base_evaluations_are_taken_from_an_earlier_run_only_where_they_score_the_same_thing(tmp_path):
+    import argparse
+    import hashlib
+
+    demo_learning = _script()
+    source, out = tmp_path / "demo9", tmp_path / "demo12"
+    datasets = {}
+    for split in ("heldout", "benchmark"):
+        dataset = out / split
+        dataset.mkdir(parents=True)
+        (dataset / "sessions.jsonl").write_text(f'{{"id": "{split}-1"}}\n')
+        datasets[split] = dataset
+        run = source / "eval" / f"base-{split}"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text("{}")
+        (run / "trajectories.jsonl").write_text('{"turn": 0}\n')
+        (run / "meta.json").write_text(json.dumps({
+            "model": "smollm2-135m", "limit": 1, "protocol": "guided", "dtype": "float32", "chat_format": "text",
+            "dataset_sha256": hashlib.sha256((dataset / "sessions.jsonl").read_bytes()).hexdigest(),
+            "generation": {"max_new_tokens": 192}}))
+    # the benchmark sessions of this run are others than those the earlier run scored
+    (datasets["benchmark"] / "sessions.jsonl").write_text('{"id": "benchmark-2"}\n')
+    args = argparse.Namespace(splits={"heldout", "benchmark"}, limit=11, limit_benchmark=12, base_limit=1,
+                              dtype="float32", max_new_tokens=192)
+    why = demo_learning.copy_base_evals(args, out, source, "smollm2-135m", datasets)
+    assert why["heldout"] == "copied" and "dataset_sha256" in why["benchmark"]
+    copy = out / "eval" / "base-heldout"
+    assert (copy / "trajectories.jsonl").read_text() == '{"turn": 0}\n' and (copy / "copied_from").is_file()
+    assert not (out / "eval" / "base-benchmark").exists()
+    # another limit or token limit scores something else; a finished copy is left as it is
+    for changed in ({"base_limit": None}, {"max_new_tokens": 64}):
+        other = argparse.Namespace(**{**vars(args), **changed})
+        why = demo_learning.copy_base_evals(other, tmp_path / "other", source, "smollm2-135m",
+                                            {"heldout": datasets["heldout"]})
+        assert why["heldout"].startswith(str(source)) and not (tmp_path / "other" / "eval").exists()
+    assert demo_learning.copy_base_evals(args, out, source, "smollm2-135m", datasets)["heldout"] == "present"
