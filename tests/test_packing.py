@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from cypherturn.errors import InputError
 from training.packing import IGNORE, PrefixTree, PrefixTreeCollator, pack_group, tree_attention_mask
 
 # three examples (prompt, answer): B leaves A's prompt early, C follows A further than B does, so C's new
@@ -126,3 +127,34 @@ def test_a_sessions_guided_action_examples_pack_into_far_fewer_tokens():
     targets = tok.decode([t for r in rows for t in r["shift_labels"] if t != IGNORE])
     for e in examples:
         assert e["messages"][-1]["content"] in targets
+
+
+@pytest.mark.neo4j
+def test_packing_by_world_shares_the_system_prompt_and_schema_between_sessions():
+    from benchmark.build import cached_dataset
+    from benchmark.session import read_sessions
+    from envs.models import load_tokenizer
+    from training.data import sft_examples
+    from training.packing import packed_rows
+
+    sessions = list(read_sessions(cached_dataset("train", seed=0, sessions=12, hf=False)))
+    openings = sft_examples(sessions, ["guided_action"], chat_tools=False, turns=[0], lookups="new_names",
+                            search_scope="graph")
+    worlds = {e["world"] for e in openings}
+    assert len(worlds) < len({e["session"] for e in openings})  # some world has two sessions here
+    tok = load_tokenizer("smollm2-135m")
+    by_session, by_world = packed_rows(openings, tok, 4096), packed_rows(openings, tok, 4096, by="world")
+    assert len(by_session) == len({e["session"] for e in openings}) and len(by_world) == len(worlds)
+    assert sum(r["examples"] for r in by_world) == len(openings)
+    session_tokens, world_tokens = (sum(len(r["input_ids"]) for r in rows) for rows in (by_session, by_world))
+    # each further session of a world costs its question, lookups and answers, not the system prompt and schema
+    assert world_tokens < session_tokens - 500 * (len(by_session) - len(by_world))
+    targets = tok.decode([t for r in by_world for t in r["shift_labels"] if t != IGNORE])
+    for e in openings:
+        assert e["messages"][-1]["content"] in targets
+    # a world longer than max_length takes several rows, each within it unless one example alone is longer
+    short = packed_rows(openings, tok, 1250, by="world")
+    assert len(short) > len(worlds) and sum(r["examples"] for r in short) == len(openings)
+    assert all(len(r["input_ids"]) <= 1250 or r["examples"] == 1 for r in short)
+    with pytest.raises(InputError, match="pack_by"):
+        packed_rows(openings, tok, 4096, by="turn")

@@ -86,6 +86,11 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
                 "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "
                 "max_examples then takes whole sessions (the last one cut to fit), and rename_schema renames "
                 "whole sessions"})
+    pack_by: str = field(default="session", metadata={
+        "help": "share_prefixes: session, one tree per session; world, one tree per world (rows of at most "
+                "max_length tokens), so the sessions of a world also share the system prompt and the schema: "
+                "for short examples (turns: [0], the openings) a row holds about twenty, their 1,000-token "
+                "prompt computed once"})
 
 
 @dataclass

@@ -405,7 +405,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
                  turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
                  progress: bool = False, lookups: str = "typed", search_scope: str = "property",
                  inline_filters: bool = False, answer_first: bool = False) -> list[dict[str, Any]]:
-    """SFT rows ``{"messages", "tools", "format", "session", "turn"}`` for every turn of ``sessions`` in each
+    """SFT rows ``{"messages", "tools", "format", "session", "world", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
     in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
     ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``, after a SEARCH_VALUES
@@ -443,7 +443,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
             else:
                 conversations = [flat_messages(oracle_tool_conversation(env, row, by_id, verify=verify))]
             out += [{"messages": messages, "tools": tools, "format": fmt, "session": row["session"],
-                     "turn": int(row["turn"])} for messages in conversations]
+                     "world": by_id[row["session"]].world, "turn": int(row["turn"])} for messages in conversations]
     return out
 
 

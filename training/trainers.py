@@ -275,6 +275,10 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         raise RecipeError(f"chat_format must be auto, tools or text, got {args.chat_format!r}")
     if not 0 <= args.rename_schema <= 1:
         raise RecipeError(f"rename_schema must be a share in [0, 1], got {args.rename_schema}")
+    from training.packing import PACK_BY
+
+    if args.pack_by not in PACK_BY:
+        raise RecipeError(f"pack_by must be one of {list(PACK_BY)}, got {args.pack_by!r}")
     _cpu_precision(training_args)  # after the recipe checks: a bad recipe fails before anything else
     chat_format = args.chat_format
     if chat_format == "auto":
@@ -297,7 +301,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     if args.share_prefixes:
         from training.packing import PrefixTreeCollator, attach_tree_mask, packed_rows
 
-        rows = packed_rows(examples, tok, training_args.max_length or 4096)
+        rows = packed_rows(examples, tok, training_args.max_length or 4096, by=args.pack_by)
         dataset = Dataset.from_list(rows)
         # the rows are already tokenized and carry their own mask data: TRL must neither re-tokenize nor drop it
         training_args.dataset_kwargs = {**(training_args.dataset_kwargs or {}), "skip_prepare_dataset": True}
