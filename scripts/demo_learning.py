@@ -142,6 +142,13 @@ def stage_grpo(args, out: Path, train: Path, sft: Path) -> Path:
     return grpo
 
 
+def eval_limit(args, name: str, split: str) -> int:
+    """How many sessions of ``split`` model ``name`` is scored on (``--limit``, ``--limit-benchmark``, and
+    ``--base-limit`` for the base model)."""
+    limit = args.limit_benchmark if split == "benchmark" else args.limit
+    return min(limit, args.base_limit) if name == "base" and args.base_limit else limit
+
+
 def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path]) -> None:
     for split, dataset in datasets.items():
         if split not in args.splits:
@@ -150,11 +157,8 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
             run = out / "eval" / f"{name}-{split}"
             if (run / "metrics.json").is_file():
                 continue
-            limit = args.limit_benchmark if split == "benchmark" else args.limit
-            if name == "base" and args.base_limit:
-                limit = min(limit, args.base_limit)
             sh([sys.executable, "-m", "envs.evaluate", "--model", model, "--dataset", str(dataset), "--limit",
-                str(limit), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
+                str(eval_limit(args, name, split)), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
                 "--chat-format", "text", "--concurrency", "1", "--dtype", args.dtype, "--no-psjs", "--quiet",
                 "--out", str(run)], out / "eval.log")
 
@@ -215,9 +219,8 @@ def copy_base_evals(args, out: Path, source: Path, model: str, datasets: dict[st
             why[split] = f"{src} has no finished evaluation"
             continue
         meta = json.loads((src / "meta.json").read_text())
-        limit = args.limit_benchmark if split == "benchmark" else args.limit
         wanted = {"model": model, "dataset_sha256": hashlib.sha256((dataset / "sessions.jsonl").read_bytes()).hexdigest(),
-                  "limit": min(limit, args.base_limit) if args.base_limit else limit, "protocol": "guided",
+                  "limit": eval_limit(args, "base", split), "protocol": "guided",
                   "dtype": args.dtype, "chat_format": "text"}
         differ = [k for k in _SAME_BASE_RUN if meta.get(k) != wanted[k]]
         if meta.get("generation", {}).get("max_new_tokens") != args.max_new_tokens:
