@@ -99,6 +99,32 @@ def test_sft_trains_on_prefix_tree_rows(tmp_path):
     assert tokens and tokens[-1] <= 2 * info["share_prefixes"]["row_tokens"]
 
 
+def test_all_openings_adds_the_openings_of_the_sessions_max_examples_leaves_out(tmp_path):
+    """all_openings: the sessions max_examples takes, plus the opening of every other training session packed by
+    world; without share_prefixes the recipe is refused before a model is loaded."""
+    from benchmark.session import read_sessions
+    from training.data import sft_examples
+
+    out = tmp_path / "sft"
+    cmd = [sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),
+           "--max_steps", "1", "--formats", "guided_action", "--chat_format", "text", "--max_examples", "10",
+           "--all_openings", "true"]
+    _run([*cmd, "--share_prefixes", "true"], tmp_path)
+    info = json.loads((out / "cypherturn.json").read_text())
+    per_session: dict[str, int] = {}
+    for e in sft_examples(list(read_sessions(_train_build())), ("guided_action",), chat_tools=False, turns=[0]):
+        per_session[e["session"]] = per_session.get(e["session"], 0) + 1
+    # the 10 examples are whole sessions of about eight turns: one or two sessions, whose openings are not added
+    left_out = {sum(per_session.values()) - per_session[a] - (per_session[b] if b != a else 0)
+                for a in per_session for b in per_session}
+    assert info["all_openings"] in left_out and info["all_openings"] >= len(per_session) - 2 > 0
+    assert info["examples"] == 10 + info["all_openings"]
+    refused = subprocess.run([*cmd, "--output_dir", str(tmp_path / "refused")], cwd=ROOT, env=_env(tmp_path),
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and "all_openings" in refused.stderr
+    assert not (tmp_path / "refused").exists()
+
+
 def test_full_fine_tuning_writes_a_whole_model_that_evaluate_scores(tmp_path):
     out = tmp_path / "full"
     _run([sys.executable, "training/sft.py", "--config", "configs/smoke_sft.yaml", "--output_dir", str(out),

@@ -91,6 +91,11 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
                 "max_length tokens), so the sessions of a world also share the system prompt and the schema: "
                 "for short examples (turns: [0], the openings) a row holds about twenty, their 1,000-token "
                 "prompt computed once"})
+    all_openings: bool = field(default=False, metadata={
+        "help": "share_prefixes: besides the sessions max_examples takes, the opening turn of every other training "
+                "session, packed by world (a few hundred tokens each) and shuffled in with the session rows: the "
+                "opening is where a path is read from the question and the schema alone, and a recipe of whole "
+                "sessions sees one per eight examples"})
 
 
 @dataclass

@@ -279,6 +279,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
 
     if args.pack_by not in PACK_BY:
         raise RecipeError(f"pack_by must be one of {list(PACK_BY)}, got {args.pack_by!r}")
+    if args.all_openings and not args.share_prefixes:
+        raise RecipeError("all_openings packs the extra openings by world: it needs share_prefixes")
     _cpu_precision(training_args)  # after the recipe checks: a bad recipe fails before anything else
     chat_format = args.chat_format
     if chat_format == "auto":
@@ -290,7 +292,9 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
                             progress=state.is_main_process, lookups=args.lookups,
                             search_scope=args.search_scope, inline_filters=args.inline_filters,
                             answer_first=args.answer_first)
+    everything = examples
     examples = (_take_sessions if args.share_prefixes else _take)(examples, args, training_args.seed)
+    openings = _other_openings(everything, examples) if args.all_openings else []
     if not examples:
         raise InputError("no SFT examples: the training sessions are empty")
     if args.rename_schema:
@@ -302,6 +306,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         from training.packing import PrefixTreeCollator, attach_tree_mask, packed_rows
 
         rows = packed_rows(examples, tok, training_args.max_length or 4096, by=args.pack_by)
+        rows += packed_rows(openings, tok, training_args.max_length or 4096, by="world")  # the trainer shuffles
         dataset = Dataset.from_list(rows)
         # the rows are already tokenized and carry their own mask data: TRL must neither re-tokenize nor drop it
         training_args.dataset_kwargs = {**(training_args.dataset_kwargs or {}), "skip_prepare_dataset": True}
@@ -313,12 +318,14 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         extra["data_collator"] = PrefixTreeCollator(tok.pad_token_id)
         packing_info = {"rows": len(rows), "row_tokens": sum(len(r["input_ids"]) for r in rows),
                         "example_tokens": sum(r["example_tokens"] for r in rows)}
-        log.info("prefix-tree packing: %d examples in %d rows, %d tokens instead of %d", len(examples),
+        log.info("prefix-tree packing: %d examples in %d rows, %d tokens instead of %d",
+                 len(examples) + len(openings),
                  packing_info["rows"], packing_info["row_tokens"], packing_info["example_tokens"])
     else:
         dataset = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
         packing_info = None
-    info = _info("sft", base, chat_format, args, held, formats=list(args.formats), examples=len(examples),
+    info = _info("sft", base, chat_format, args, held, formats=list(args.formats),
+                 examples=len(examples) + len(openings), all_openings=len(openings) if args.all_openings else None,
                  rename_schema=args.rename_schema, lookups=args.lookups, search_scope=args.search_scope,
                  inline_filters=args.inline_filters, answer_first=args.answer_first,
                  share_prefixes=packing_info)
@@ -342,6 +349,12 @@ def _take_sessions(examples: list[dict], args: CypherTurnDataArguments, seed: in
     for sid in order:
         out += by_session[sid]
     return out[:args.max_examples] if args.max_examples else out
+
+
+def _other_openings(examples: list[dict], taken: list[dict]) -> list[dict]:
+    """The opening-turn examples (its lookups and its answer) of every session ``taken`` has none of."""
+    sessions = {e["session"] for e in taken}
+    return [e for e in examples if e["turn"] == 0 and e["session"] not in sessions]
 
 
 def _renamed(examples: list[dict], sessions: list, share: float, seed: int, *, by_session: bool = False) -> list[dict]:
