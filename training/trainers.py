@@ -298,7 +298,10 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     if not examples:
         raise InputError("no SFT examples: the training sessions are empty")
     if args.rename_schema:
-        examples = _renamed(examples, train, args.rename_schema, training_args.seed, by_session=args.share_prefixes)
+        # one pass over both, so that the extra openings are renamed in the same share (none when they are empty)
+        renamed = _renamed(examples + openings, train, args.rename_schema, training_args.seed,
+                           by_session=args.share_prefixes)
+        examples, openings = renamed[:len(examples)], renamed[len(examples):]
     model, tok, peft_config, base = load_for_training(model_args, training_args.gradient_checkpointing,
                                                       args.lora_layers)
     extra: dict[str, Any] = {}
