@@ -20,7 +20,7 @@ def examples():
 
     sessions = list(read_sessions(cached_dataset("train", seed=0, sessions=6, hf=False)))
     world = {s.id: s.world for s in sessions}
-    # the answer rows without a value lookup: renaming leaves the others as they are (training.trainers._renamed)
+    # the answer rows without a value lookup (those with one: test_a_turn_with_lookups_is_renamed_...)
     return [(e, world[e["session"]]) for e in sft_examples(sessions, ["guided_action"], chat_tools=False)
             if len(e["messages"]) == 3 and e["messages"][-1]["content"].startswith("SUBMIT_ANSWER")]
 
@@ -96,3 +96,45 @@ def test_rename_schema_renames_its_share_and_rejects_a_share_outside_0_1(example
     assert 0.3 < share < 0.7 and half == _renamed(rows, fake, 0.5, 0)  # seeded
     with pytest.raises(RecipeError, match="rename_schema"):
         run_sft(CypherTurnSFTArguments(formats=["guided_action"], rename_schema=1.5), None, None)
+
+
+def test_a_turn_with_lookups_is_renamed_with_them_and_a_draw_is_shared_by_a_world_s_sessions():
+    """The shipped recipe looks names up before it answers: the lookup's words, its observation and the answer
+    are renamed together, and the renamed sessions of a world share a draw (their openings share one schema in
+    a prefix-tree row)."""
+    from benchmark.build import cached_dataset
+    from benchmark.lexicon import Lexicon
+    from benchmark.session import read_sessions
+    from envs.actions import SEARCH
+    from training.data import sft_examples
+    from training.trainers import SESSIONS_PER_DRAW, _renamed
+
+    sessions = list(read_sessions(cached_dataset("train", seed=0, sessions=6, hf=False)))
+    world = {s.id: s.world for s in sessions}
+    rows = sft_examples(sessions, ["guided_action"], turns=[0], chat_tools=False, lookups="unseen",
+                        search_scope="graph", inline_filters=True)
+    looked_up = [e for e in rows if any(m["content"].startswith("[Search]") for m in e["messages"])]
+    assert looked_up, "no opening with a lookup: nothing tested"
+    renamed = _renamed(rows, sessions, 1.0, 0, by_session=True)
+    assert all(r["messages"] != e["messages"] and r["renaming"].startswith(world[e["session"]] + "/")
+               for r, e in zip(renamed, rows))
+    by_draw: dict[str, set] = {}
+    for r in renamed:
+        by_draw.setdefault(r["renaming"], set()).add(r["session"])
+        new_labels, _ = _schema_names(r["messages"][1]["content"])
+        old = Lexicon.for_world(world[r["session"]])
+        for m in r["messages"][2:]:
+            # the observed labels and the answer's are the renamed schema's; no lookup says a renamed noun
+            if m["content"].startswith(("[Search]", "SUBMIT_ANSWER")):
+                assert set(re.findall(r"\(\w*:(\w+)", m["content"])) <= new_labels, m["content"]
+            if m["content"].startswith(SEARCH):
+                for label in old.spec.labels:
+                    if label not in new_labels:
+                        for form in (old.noun(label, plural=False), old.noun(label)):
+                            assert not re.search(rf"\b{re.escape(form)}\b", m["content"]), (form, m["content"])
+    # one draw, one schema; at most SESSIONS_PER_DRAW sessions to a draw
+    for d, members in by_draw.items():
+        assert len(members) <= SESSIONS_PER_DRAW
+        schemas = {r["messages"][1]["content"].split("\n\nConversation so far:")[0]
+                   for r in renamed if r["renaming"] == d}
+        assert len(schemas) == 1, d

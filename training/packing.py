@@ -151,9 +151,10 @@ def packed_rows(examples: list[dict[str, Any]], tokenizer, max_length: int, by: 
 
     if by not in PACK_BY:
         raise InputError(f"pack_by must be one of {list(PACK_BY)}, got {by!r}")
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for e in examples:
-        groups.setdefault((e[by], e["format"]), []).append(e)
+        # a renamed example (training.trainers._renamed) shares its schema only with those of the same names
+        groups.setdefault((e[by], e.get("renaming", ""), e["format"]), []).append(e)
     rows = []
     for group in groups.values():
         group.sort(key=lambda e: (e["session"], e["turn"]))  # stable: a turn's lookups before its answer

@@ -8,12 +8,14 @@ copying from it is the one thing that pays. Names are drawn from pools that no w
 worlds included: nothing of theirs leaks into training), so a renamed world is a new world to the model.
 
 What changes, and where (the guided turn prompt of ``envs.prompts``):
-- every ``:Label`` and ``:TYPE`` (the schema lines and the Cypher answer name both after a colon);
-- the label's noun ("film", "films", from ``benchmark.lexicon.Lexicon``) in lower case, on the users'
-  lines only (``User: …`` and ``Current question …``): result rows and capitalised entity names
-  ("Brightwood Studios") keep their stored text.
+- every ``:Label`` and ``:TYPE`` (the schema lines, the Cypher answer and a lookup's observation,
+  ``[Search] (:Festival {month: 'November'})``, name them all after a colon);
+- the label's noun ("film", "films", from ``benchmark.lexicon.Lexicon``) in lower case, on the lines in a
+  user's words only (``User: …``, ``Current question …``, ``SEARCH_VALUES <the text as typed>``): result rows
+  and capitalised entity names ("Brightwood Studios") keep their stored text.
 Properties keep their names (users name them in their own words: "runtime in minutes"); a label whose noun
-is also part of a string literal of the answer keeps its name, so the answer's values stay the stored ones.
+is also part of a string literal of the answer, a lookup or its observation keeps its name, so the values
+stay the stored ones.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ TYPE_POOL = (
     "SIGNED_BY", "SITS_IN", "SPONSORS", "SUPPLIES", "SUPPORTS", "TENDS", "TIED_TO", "TOUCHES", "TRACKS",
     "TRIGGERS", "USES", "VISITS", "WATCHES", "WEARS", "WRAPS",
 )
+
+
+# the lines that carry a user's own words: the conversation's, the question's, and a lookup of the text as typed
+USERS_WORDS = ("User: ", "Current question (", "SEARCH_VALUES ")
 
 
 @lru_cache(maxsize=1)
@@ -89,7 +95,8 @@ def _noun_forms(label: str, lex: Lexicon | None) -> tuple[str, str]:
 def rename_text(text: str, world: str, labels: dict[str, str], types: dict[str, str], *,
                 users_lines: bool) -> str:
     """``text`` with every ``:Name`` of ``labels``/``types`` renamed; with ``users_lines``, the labels' lower-case
-    nouns renamed too on the lines a user wrote (``User: …``, ``Current question …``)."""
+    nouns renamed too on the lines in a user's words (``User: …``, ``Current question …``, and a lookup of the
+    text as typed, ``SEARCH_VALUES …``)."""
     names = {**labels, **types}
     if names:
         pattern = re.compile(r"(?<=:)(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
@@ -104,7 +111,7 @@ def rename_text(text: str, world: str, labels: dict[str, str], types: dict[str, 
     word = re.compile(r"\b(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")\b")
     out = []
     for line in text.split("\n"):
-        if line.startswith("User: ") or line.startswith("Current question ("):
+        if line.startswith(USERS_WORDS):
             line = word.sub(lambda m: words[m.group(1)], line)
         out.append(line)
     return "\n".join(out)
@@ -131,16 +138,25 @@ def _sorted_schema(text: str) -> str:
     return "\n".join(out[:-1])
 
 
-def renamed_conversation(messages: list[dict[str, str]], world: str, rng: random.Random) -> list[dict[str, str]]:
-    """A guided turn conversation (system, user turn prompt, assistant answer) with the world renamed: the
-    system message as it is, the user message's schema and users' lines, the assistant's answer."""
-    answer = messages[-1]["content"]
-    labels, types = renaming(world, rng, answer=answer)
+def named_texts(messages: list[dict[str, str]]) -> str:
+    """What of a guided turn conversation names stored values: its answers and lookups, and the lookups'
+    observations (``[Search] (:Label {property: 'value'})``); ``renaming`` keeps a label whose noun is in one."""
+    return "\n".join(m["content"] for m in messages
+                     if m["role"] == "assistant" or m["content"].startswith("[Search]"))
+
+
+def renamed_conversation(messages: list[dict[str, str]], world: str, rng: random.Random | None = None, *,
+                         names: tuple[dict[str, str], dict[str, str]] | None = None) -> list[dict[str, str]]:
+    """A guided turn conversation (system, user turn prompt, its lookups and their observations, the answer)
+    with the world renamed: the system message as it is, the user message's schema and users' lines, the
+    lookups' words and observed labels, the answer. ``names``: the renaming to apply (``renaming``), else one
+    drawn with ``rng``."""
+    labels, types = names if names is not None else renaming(world, rng, answer=named_texts(messages))
     out = []
     for m in messages:
         if m["role"] == "system":
             out.append(dict(m))
         else:
-            text = rename_text(m["content"], world, labels, types, users_lines=m["role"] == "user")
+            text = rename_text(m["content"], world, labels, types, users_lines=True)
             out.append({**m, "content": _sorted_schema(text) if m["role"] == "user" else text})
     return out

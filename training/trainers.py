@@ -354,6 +354,10 @@ def _take_sessions(examples: list[dict], args: CypherTurnDataArguments, seed: in
     return out[:args.max_examples] if args.max_examples else out
 
 
+# renamed sessions of a world that share one draw of names: about as many openings as one 4,096-token row holds
+SESSIONS_PER_DRAW = 12
+
+
 def _other_openings(examples: list[dict], taken: list[dict]) -> list[dict]:
     """The opening-turn examples (its lookups and its answer) of every session ``taken`` has none of."""
     sessions = {e["session"] for e in taken}
@@ -362,29 +366,35 @@ def _other_openings(examples: list[dict], taken: list[dict]) -> list[dict]:
 
 def _renamed(examples: list[dict], sessions: list, share: float, seed: int, *, by_session: bool = False) -> list[dict]:
     """``examples`` with a ``share`` of the guided_action ones renamed (``training.renaming``), chosen and
-    renamed with ``seed``. ``by_session``: a session's examples are all renamed or none, each with the same
-    draw of names (its turns then still share their prompts, for prefix-tree packing)."""
-    from envs.actions import SEARCH
-    from training.renaming import renamed_conversation
+    renamed with ``seed``; a turn's lookups and their observations are renamed with it. ``by_session``: a
+    session's examples are all renamed or none, and the renamed sessions of a world share one draw of names
+    ``SESSIONS_PER_DRAW`` at a time (each renamed example's ``renaming`` field names its draw): a session's
+    turns, and a row of a world's openings (``training.packing.packed_rows`` groups by the draw), still share
+    their prompt."""
+    from training.renaming import named_texts, renamed_conversation, renaming
 
     world = {s.id: s.world for s in sessions}
     rng = random.Random(seed)
+    if not by_session:
+        return [{**e, "messages": renamed_conversation(e["messages"], world[e["session"]], rng)}
+                if e["format"] == "guided_action" and rng.random() < share else e for e in examples]
     chosen: dict[str, bool] = {}
-    out = []
     for e in examples:
-        # a turn with a value lookup keeps its names: the lookup's label is JSON, which renaming does not read
-        if e["format"] == "guided_action" and not any(m["content"].startswith(SEARCH)
-                                                      for m in e["messages"] if m["role"] == "assistant"):
-            if by_session:
-                if e["session"] not in chosen:
-                    chosen[e["session"]] = rng.random() < share
-                if chosen[e["session"]]:
-                    names = random.Random(f"{seed}:{e['session']}")  # the same names for every turn
-                    e = {**e, "messages": renamed_conversation(e["messages"], world[e["session"]], names)}
-            elif rng.random() < share:
-                e = {**e, "messages": renamed_conversation(e["messages"], world[e["session"]], rng)}
-        out.append(e)
-    return out
+        if e["format"] == "guided_action" and e["session"] not in chosen:
+            chosen[e["session"]] = rng.random() < share
+    draw: dict[str, str] = {}  # session -> its draw, "world/k"
+    for w in sorted({world[s] for s, yes in chosen.items() if yes}):
+        mine = sorted(s for s, yes in chosen.items() if yes and world[s] == w)
+        draw.update({s: f"{w}/{i // SESSIONS_PER_DRAW}" for i, s in enumerate(mine)})
+    texts: dict[str, list[str]] = {}
+    for e in examples:
+        if e["format"] == "guided_action" and e["session"] in draw:
+            texts.setdefault(draw[e["session"]], []).append(named_texts(e["messages"]))
+    # a label whose noun is in a value any of the draw's sessions names keeps its name in all of them
+    names = {d: renaming(d.split("/")[0], random.Random(f"{seed}:{d}"), answer="\n".join(t))
+             for d, t in texts.items()}
+    return [{**e, "messages": renamed_conversation(e["messages"], world[e["session"]], names=names[d]), "renaming": d}
+            if e["format"] == "guided_action" and (d := draw.get(e["session"])) else e for e in examples]
 
 
 # -- GRPO -------------------------------------------------------------------------------------------------
