@@ -107,6 +107,13 @@ class CypherTurnGRPOArguments(CypherTurnDataArguments):
     protocol: str = field(default="guided", metadata={
         "help": "multi_turn: guided or agentic. max_tool_calling_iterations defaults to the actions the protocol "
                 "allows a rollout: 3 (guided), the budget share (T - k) x m of its turn (agentic)"})
+    lookups: str | None = field(default=None, metadata={
+        "help": "single_turn: the prompt goes on with the value lookups an SFT guided_action example makes before "
+                "its answer (typed, new_names or unseen, as SFT's lookups; training/data.py action_conversations), "
+                "each followed by its real observation, so that a completion is the turn's answer, as a model "
+                "trained with those lookups answers after them. Unset: the turn prompt alone"})
+    search_scope: str = field(default="property", metadata={
+        "help": "with lookups: how a name is looked up (SFT's search_scope: property or graph)"})
     rewards: list[str] | None = field(default=None, metadata={
         "aliases": ["--reward"],
         "help": "reward specs NAME[:WEIGHT] (a built-in, pkg.module:function, or an entry point of "

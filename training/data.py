@@ -464,16 +464,32 @@ def split_sessions(sessions: list[Session], holdout_fraction: float) -> tuple[li
 
 
 def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
-              turns: Iterable[int] | None = None, env_timeout: float = 30.0) -> list[dict[str, Any]]:
+              turns: Iterable[int] | None = None, env_timeout: float = 30.0, lookups: str | None = None,
+              search_scope: str = "property") -> list[dict[str, Any]]:
     """GRPO training rows. ``multi_turn``: ``make_training_rows(..., with_gold=True)`` (the environment
     fills the turn prompt at ``reset``; gold columns reach only the reward functions). ``single_turn``:
     the same rows with the guided turn prompt already in the user message (no environment in the loop;
-    the paper's rewards and the execution rewards score the tagged response)."""
+    the paper's rewards and the execution rewards score the tagged response); with ``lookups``, the prompt
+    goes on with the SEARCH_VALUES actions and real observations that ``action_conversations`` puts before
+    a guided_action answer, so that the completion is the answer."""
     if mode not in ("multi_turn", "single_turn"):
         raise RecipeError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
+    if lookups is not None and mode != "single_turn":
+        raise RecipeError("lookups belong in single_turn prompts (a multi_turn rollout makes its own)")
+    if lookups is not None and lookups not in LOOKUPS:
+        raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {lookups!r}")
+    if search_scope not in SEARCH_SCOPES:
+        raise RecipeError(f"search_scope must be one of {list(SEARCH_SCOPES)}, got {search_scope!r}")
     rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns, with_gold=True)
     if mode == "single_turn":
         env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol="guided", timeout=env_timeout))
+        by_id = {s.id: s for s in sessions}
         for row in rows:
-            row["prompt"] = turn_prompt(env, row)
+            if lookups is None:
+                row["prompt"] = turn_prompt(env, row)
+                continue
+            session = by_id[row["session"]]
+            answer = action_conversations(env, row, session.turns[int(row["turn"])], session=session,
+                                          lookups=lookups, search_scope=search_scope)[-1]
+            row["prompt"] = answer[:-1]  # everything before the answer it teaches
     return rows

@@ -471,8 +471,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
         args.reward_specs(), multi_turn=multi, recipe_weights=training_args.reward_weights)
     _cpu_precision(training_args)
     train, held = split_sessions(load_sessions(args), args.holdout_fraction)
-    rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout),
-                 args, training_args.seed)
+    rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout,
+                           lookups=args.lookups, search_scope=args.search_scope), args, training_args.seed)
     if not rows:
         raise InputError("no GRPO rows: the training sessions are empty")
     dataset = Dataset.from_list(rows)
