@@ -90,7 +90,7 @@ def test_rename_schema_renames_its_share_and_rejects_a_share_outside_0_1(example
         fake.append(s)
     assert _renamed(rows, fake, 0.0, 0) == rows
     every = _renamed(rows, fake, 1.0, 0)
-    assert all(a["messages"][-1] != b["messages"][-1] for a, b in zip(every, rows))
+    assert all(a["messages"][-1] != b["messages"][-1] and a["renaming"] == "own" for a, b in zip(every, rows))
     half = _renamed(rows, fake, 0.5, 0)
     share = sum(a["messages"][-1] != b["messages"][-1] for a, b in zip(half, rows)) / len(rows)
     assert 0.3 < share < 0.7 and half == _renamed(rows, fake, 0.5, 0)  # seeded

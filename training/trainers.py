@@ -329,7 +329,9 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
         packing_info = None
     info = _info("sft", base, chat_format, args, held, formats=list(args.formats),
                  examples=len(examples) + len(openings), all_openings=len(openings) if args.all_openings else None,
-                 rename_schema=args.rename_schema, lookups=args.lookups, search_scope=args.search_scope,
+                 rename_schema=args.rename_schema,
+                 renamed=sum("renaming" in e for e in examples + openings) if args.rename_schema else None,
+                 lookups=args.lookups, search_scope=args.search_scope,
                  inline_filters=args.inline_filters, answer_first=args.answer_first,
                  share_prefixes=packing_info)
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
@@ -368,15 +370,15 @@ def _renamed(examples: list[dict], sessions: list, share: float, seed: int, *, b
     """``examples`` with a ``share`` of the guided_action ones renamed (``training.renaming``), chosen and
     renamed with ``seed``; a turn's lookups and their observations are renamed with it. ``by_session``: a
     session's examples are all renamed or none, and the renamed sessions of a world share one draw of names
-    ``SESSIONS_PER_DRAW`` at a time (each renamed example's ``renaming`` field names its draw): a session's
-    turns, and a row of a world's openings (``training.packing.packed_rows`` groups by the draw), still share
-    their prompt."""
+    ``SESSIONS_PER_DRAW`` at a time: a session's turns, and a row of a world's openings
+    (``training.packing.packed_rows`` groups by the draw), still share their prompt. A renamed example's
+    ``renaming`` field names its draw (``own`` without ``by_session``)."""
     from training.renaming import named_texts, renamed_conversation, renaming
 
     world = {s.id: s.world for s in sessions}
     rng = random.Random(seed)
     if not by_session:
-        return [{**e, "messages": renamed_conversation(e["messages"], world[e["session"]], rng)}
+        return [{**e, "messages": renamed_conversation(e["messages"], world[e["session"]], rng), "renaming": "own"}
                 if e["format"] == "guided_action" and rng.random() < share else e for e in examples]
     chosen: dict[str, bool] = {}
     for e in examples:
