@@ -24,7 +24,8 @@ stage that ran is kept in ``OUT/timings.json``):
    resampled), EX on opening and later turns and by turn position, PSJS, the share of valid actions, the share
    of answers naming only the schema's labels, relationship types and property keys,
    paired bootstrap tests between stages, training figures, and ``OUT/training_curves.png``;
-6. ``--ship DIR``: the final adapter (GRPO, else SFT) with a model card holding the results.
+6. ``--ship DIR``: the final adapter (GRPO, else SFT; ``--ship-stage sft``: SFT's) with a model card holding
+   the results (``--card-recipe FILE``: its Recipe section, for an adapter several runs made).
 
 Needs the local Neo4j (started on demand) and the train extra.
 """
@@ -467,8 +468,9 @@ def _build_line(build: Path) -> str:
     return f"{manifest['sessions']} sessions, {manifest['turns']} turns, seed {manifest['seed']}"
 
 
-def ship(checkpoint: Path, target: Path, out: Path) -> None:
-    """Copy the adapter (not the optimizer state) to ``target`` with a model card holding the results."""
+def ship(checkpoint: Path, target: Path, out: Path, recipe: str | None = None) -> None:
+    """Copy the adapter (not the optimizer state) to ``target`` with a model card holding the results;
+    ``recipe``: how the adapter was made, where that is not this demonstration's one command (markdown)."""
     import shutil
 
     target.mkdir(parents=True, exist_ok=True)
@@ -501,29 +503,31 @@ sessions, listed in `cypherturn.json`) and scored below.
 
 ## Recipe
 
-`configs/smollm2-135m_sft.yaml` (SFT: the guided turn prompt with the schema and the conversation so far,
+{recipe or _DEMO_RECIPE}
+## Results (guided protocol, greedy decoding; from the demonstration's results.md)
+
+{results}
+## Limits
+
+A 135M-parameter model trained for a few hours on two CPU cores; not a useful Text-to-Cypher model. What it
+has learned is the action format (the valid-action share above, against the base model's) and the shapes of
+the generator's queries; where its answers miss, it picks the wrong relationships or their direction (the
+gold-relationships share above), returns `name` where the label has none, and on the benchmark worlds
+(schemas it never saw) misspells or invents labels and relationship types. Follow-up turns that must
+re-derive a chain of earlier results are where it fails most. It answers in one action, or first looks a name up with SEARCH_VALUES
+({_lookup_line(marker)}); it never runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic
+protocol.
+""")
+
+
+_DEMO_RECIPE = """`configs/smollm2-135m_sft.yaml` (SFT: the guided turn prompt with the schema and the conversation so far,
 answered with the action alone, `SUBMIT_ANSWER <gold Cypher>`; loss on the answer; LoRA on the top layers under
 bf16 autocast, AdamW) then `configs/smollm2-135m_grpo.yaml` (GRPO on the same kind of prompt; reward: strict
 EX of the submitted query from the project's one judge on the real Neo4j). Reproduce everything, figures
 included:
 
     python scripts/demo_learning.py --out runs/demo --ship models/smollm2-135m-cypherturn --publish reports/learning-demo
-
-## Results (guided protocol, greedy decoding; from the demonstration's results.md)
-
-{results}
-## Limits
-
-A 135M-parameter model trained for one to two hours on two CPU cores. What it has learned is the action
-format (the valid-action share above, against the base model's) and the shapes of the generator's queries;
-it is not a useful Text-to-Cypher model, and its EX above is at or near zero: it picks the wrong
-relationships (the gold-relationships share above), writes a name as the user typed it where the graph
-stores it otherwise, and on the benchmark worlds (schemas it never saw) it also uses labels and
-relationship types those worlds do not have. Follow-up turns that must re-derive a chain of earlier
-results are where it fails most. It answers in one action, or first looks a name up with SEARCH_VALUES
-({_lookup_line(marker)}); it never runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic
-protocol.
-""")
+"""
 
 
 def _lookup_line(marker: dict) -> str:
@@ -574,12 +578,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="take the base model's evaluations from this earlier demonstration (its OUT) where they score "
                         "the same sessions with the same settings; the others are scored as usual")
     p.add_argument("--ship", help="copy the final adapter (GRPO, else SFT) with a model card to this directory")
+    p.add_argument("--ship-stage", choices=("final", "sft"), default="final",
+                   help="with --ship: final (GRPO where it ran, else SFT), or sft where GRPO did not beat it")
+    p.add_argument("--card-recipe", metavar="FILE",
+                   help="with --ship: the card's Recipe section from this markdown file, for an adapter made "
+                        "otherwise than by this one command (several SFT stages, say)")
     p.add_argument("--publish", help="copy the report (results.md, results.json, training_curves.png, timings.json) "
                                      "to this directory, e.g. reports/learning-demo")
     args = p.parse_args(argv)
     if min(args.limit, args.limit_benchmark, args.max_new_tokens, args.train_sessions, args.test_sessions,
            args.base_limit or 1) < 1:
         p.error("--limit, --limit-benchmark, --max-new-tokens and the session counts must be positive")
+    if args.card_recipe and not Path(args.card_recipe).is_file():
+        p.error(f"--card-recipe {args.card_recipe}: no such file")
     if args.toy:
         args.limit = args.limit_benchmark = 1
         args.max_new_tokens = min(args.max_new_tokens, 8)
@@ -628,8 +639,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copy2(out / name, target / name)
         print(f"report copied to {target}")
     if args.ship:
-        final = grpo if (grpo / "cypherturn.json").is_file() else sft
-        ship(final, Path(args.ship), out)
+        final = grpo if (grpo / "cypherturn.json").is_file() and args.ship_stage == "final" else sft
+        ship(final, Path(args.ship), out, Path(args.card_recipe).read_text() if args.card_recipe else None)
         print(f"shipped {final} to {args.ship}")
     return 0
 

@@ -74,6 +74,22 @@ def test_the_shipped_adapter_is_the_grpo_checkpoint_with_a_model_card(demo):
     assert not list(shipped.glob("optimizer*")) and not list(shipped.glob("checkpoint-*"))
 
 
+def test_shipping_sft_s_adapter_with_a_recipe_of_its_own(demo, tmp_path):
+    out, _, _ = demo
+    (tmp_path / "recipe.md").write_text("Three SFT runs, one after the other: RECIPE-MARK\n")
+    _demo(out, "--stages", "report", "--ship", str(tmp_path / "sft-shipped"), "--ship-stage", "sft",
+          "--card-recipe", str(tmp_path / "recipe.md"))
+    shipped = tmp_path / "sft-shipped"
+    assert json.loads((shipped / "cypherturn.json").read_text())["stage"] == "sft"
+    assert (shipped / "adapter_model.safetensors").read_bytes() == (out / "sft" / "adapter_model.safetensors").read_bytes()
+    card = (shipped / "README.md").read_text()
+    assert "RECIPE-MARK" in card and "## Limits" in card and "python scripts/demo_learning.py --out runs/demo" not in card
+    proc = subprocess.run([sys.executable, "scripts/demo_learning.py", "--out", str(out), "--toy", "--ship",
+                           str(tmp_path / "x"), "--card-recipe", str(tmp_path / "missing.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "missing.md" in proc.stderr and not (tmp_path / "x").exists()
+
+
 def test_a_rerun_continues_instead_of_training_again(demo):
     out, _, _ = demo
     before = {p: p.stat().st_mtime_ns for p in [out / "sft" / "adapter_model.safetensors",
