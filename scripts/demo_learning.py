@@ -503,7 +503,8 @@ sessions, listed in `cypherturn.json`) and scored below.
 
 ## Recipe
 
-{recipe or _DEMO_RECIPE}
+{(recipe or _DEMO_RECIPE).rstrip()}
+
 ## Results (guided protocol, greedy decoding; from the demonstration's results.md)
 
 {results}
@@ -514,8 +515,8 @@ has learned is the action format (the valid-action share above, against the base
 the generator's queries; where its answers miss, it picks the wrong relationships or their direction (the
 gold-relationships share above), returns `name` where the label has none, and on the benchmark worlds
 (schemas it never saw) misspells or invents labels and relationship types. Follow-up turns that must
-re-derive a chain of earlier results are where it fails most. It answers in one action, or first looks a name up with SEARCH_VALUES
-({_lookup_line(marker)}); it never runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic
+re-derive a chain of earlier results are where it fails most. It answers in one action, or first looks a
+name up with SEARCH_VALUES ({_lookup_line(marker)}); it never runs EXECUTE_CYPHER or INSPECT_SCHEMA and is not trained for the agentic
 protocol.
 """)
 
