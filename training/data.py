@@ -401,6 +401,15 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
 SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
 
 
+def check_lookups(lookups: str | None, search_scope: str) -> None:
+    """Refuse a ``lookups`` (None: no lookups) or ``search_scope`` that ``action_conversations`` does not know
+    (RecipeError)."""
+    if lookups is not None and lookups not in LOOKUPS:
+        raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {lookups!r}")
+    if search_scope not in SEARCH_SCOPES:
+        raise RecipeError(f"search_scope must be one of {list(SEARCH_SCOPES)}, got {search_scope!r}")
+
+
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
                  turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
                  progress: bool = False, lookups: str = "typed", search_scope: str = "property",
@@ -420,10 +429,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
     bad = [f for f in formats if f not in SFT_FORMATS]
     if bad:
         raise RecipeError(f"unknown SFT format(s) {bad}; use {list(SFT_FORMATS)}")
-    if lookups not in LOOKUPS:
-        raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {lookups!r}")
-    if search_scope not in SEARCH_SCOPES:
-        raise RecipeError(f"search_scope must be one of {list(SEARCH_SCOPES)}, got {search_scope!r}")
+    check_lookups(lookups, search_scope)
     tools = json.dumps(tool_schemas(), ensure_ascii=False) if chat_tools else None
     by_id = {s.id: s for s in sessions}
     wanted = None if turns is None else list(turns)
@@ -476,10 +482,7 @@ def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
         raise RecipeError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
     if lookups is not None and mode != "single_turn":
         raise RecipeError("lookups belong in single_turn prompts (a multi_turn rollout makes its own)")
-    if lookups is not None and lookups not in LOOKUPS:
-        raise RecipeError(f"lookups must be one of {list(LOOKUPS)}, got {lookups!r}")
-    if search_scope not in SEARCH_SCOPES:
-        raise RecipeError(f"search_scope must be one of {list(SEARCH_SCOPES)}, got {search_scope!r}")
+    check_lookups(lookups, search_scope)
     rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns, with_gold=True)
     if mode == "single_turn":
         env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol="guided", timeout=env_timeout))
