@@ -493,7 +493,7 @@ Stage of this copy: {marker["stage"]}, {marker.get("global_step")} optimizer ste
 ## Use
 
     python -m envs.evaluate --model models/smollm2-135m-cypherturn            # guided protocol, the default benchmark
-    bash scripts/main_job.sh                                                  # scores this adapter on 3 sessions
+    bash scripts/main_job.sh                                                  # scores this adapter on 2 sessions
 
 ## Data
 

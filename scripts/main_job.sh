@@ -3,7 +3,7 @@
 # on a few sessions of the benchmark (the worlds taken in turn) in the guided protocol, and print the report: the LoRA adapter that
 # scripts/demo_learning.py --ship wrote to models/smollm2-135m-cypherturn when there is one, else the offline
 # SmolLM2-135M-Instruct base. Needs Python 3.11+, Java 17+ and Maven; runs offline on CPU.
-#   LIMIT=N          sessions to score (default 3)
+#   LIMIT=N          sessions to score (default 2: about 17 turns, under 5 minutes on 2 cores)
 #   MODEL=DIR|NAME   another model (a checkpoint of training/, smollm2-135m, a hub id in the cache)
 #   DTYPE=bfloat16   the evaluator's --dtype (default auto: float32 on CPU)
 #   CYPHERTURN_PYTHON=python3   use that interpreter as it is (no .venv, no install: the Docker image)
@@ -34,7 +34,7 @@ if [ -z "${MODEL:-}" ]; then
   [ -f "$MODEL/adapter_config.json" ] || MODEL=smollm2-135m   # a checkout without the shipped adapter
 fi
 OUT=runs/main-job-$(basename "$MODEL")   # a model retrained into the same path is scored anew (--replace-stale)
-"$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-3}" --protocol guided --max-new-tokens 160 \
+"$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-2}" --protocol guided --max-new-tokens 160 \
   --concurrency 1 --dtype "${DTYPE:-auto}" --replace-stale --out "$OUT"
 phase evaluation
 cat "$OUT/report.md"
