@@ -138,3 +138,32 @@ def test_a_turn_with_lookups_is_renamed_with_them_and_a_draw_is_shared_by_a_worl
         schemas = {r["messages"][1]["content"].split("\n\nConversation so far:")[0]
                    for r in renamed if r["renaming"] == d}
         assert len(schemas) == 1, d
+
+
+def test_packing_by_world_keeps_each_draw_of_names_in_rows_of_its_own():
+    """A world's openings shown under two schemas (the original and a draw of names, or two draws) would share
+    no schema in one prefix-tree row: packed_rows groups by the draw too, and each row shows one schema."""
+    from benchmark.build import cached_dataset
+    from benchmark.session import read_sessions
+    from envs.models import load_tokenizer
+    from training.data import sft_examples
+    from training.packing import packed_rows
+    from training.trainers import _renamed
+
+    sessions = list(read_sessions(cached_dataset("train", seed=0, sessions=12, hf=False)))
+    rows = sft_examples(sessions, ["guided_action"], turns=[0], chat_tools=False, lookups="unseen",
+                        search_scope="graph", inline_filters=True)
+    # the same openings twice: as they are, and renamed, so that every world has both schemas
+    renamed = _renamed(rows, sessions, 1.0, 0, by_session=True)
+    mixed = rows + renamed
+    groups = {(e["world"], e.get("renaming", "")) for e in mixed}
+    worlds = {e["world"] for e in mixed}
+    assert len(groups) == 2 * len(worlds)
+    tok = load_tokenizer("smollm2-135m")
+    packed = packed_rows(mixed, tok, 16384, by="world")
+    assert len(packed) == len(groups) and sum(r["examples"] for r in packed) == len(mixed)
+    schema_of = lambda e: e["messages"][1]["content"].split("\n\nConversation so far:")[0]  # noqa: E731
+    schemas = {schema_of(e) for e in mixed}
+    for row in packed:
+        text = tok.decode(row["input_ids"])
+        assert sum(s in text for s in schemas) == 1  # one schema, computed once
