@@ -67,7 +67,8 @@ def sh(cmd: list[str], log: Path) -> None:
 
 
 class Timings:
-    """Wall seconds of each stage that ran, kept across resumed runs in ``OUT/timings.json``."""
+    """Wall seconds of each stage, kept across resumed runs in ``OUT/timings.json``: the sum over the runs that
+    did work in it (a stage cut and resumed, or an evaluation run again for another ``--splits``)."""
 
     def __init__(self, out: Path):
         self.path = out / "timings.json"
@@ -77,8 +78,8 @@ class Timings:
         start = time.perf_counter()
         result = fn(*args)
         elapsed = time.perf_counter() - start
-        if elapsed > 1:  # a stage whose output existed took no time: keep the figure of the run that made it
-            self.data[name] = round(elapsed, 1)
+        if elapsed > 1:  # a stage whose output existed took no time: it adds nothing
+            self.data[name] = round(self.data.get(name, 0) + elapsed, 1)
             self.path.write_text(json.dumps(self.data, indent=1) + "\n")
         return result
 

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,15 @@ def test_base_evaluations_are_taken_from_an_earlier_run_only_where_they_score_th
                                             {"heldout": datasets["heldout"]})
         assert why["heldout"].startswith(str(source)) and not (tmp_path / "other" / "eval").exists()
     assert demo_learning.copy_base_evals(args, out, source, "smollm2-135m", datasets)["heldout"] == "present"
+
+
+def test_a_stage_s_time_is_summed_over_the_runs_that_did_work_in_it(tmp_path, monkeypatch):
+    """A stage cut and resumed, or an evaluation run again for another split, took the time of all its runs; a
+    run that found the stage's output took none and changes nothing."""
+    script = _script()
+    clock = iter([0.0, 600.0, 1000.0, 1780.0, 2000.0, 2000.5])
+    monkeypatch.setattr(script, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    script.Timings(tmp_path).run("eval grpo", lambda: None)  # 600 s: the heldout split
+    script.Timings(tmp_path).run("eval grpo", lambda: None)  # 780 s: the benchmark split, a later command
+    script.Timings(tmp_path).run("eval grpo", lambda: None)  # both scored already: 0.5 s
+    assert json.loads((tmp_path / "timings.json").read_text()) == {"eval grpo": 1380.0}
