@@ -25,8 +25,13 @@ def examples():
             if len(e["messages"]) == 3 and e["messages"][-1]["content"].startswith("SUBMIT_ANSWER")]
 
 
+def _schema_part(user: str) -> str:
+    """The schema block of a guided turn prompt (envs.prompts: the conversation follows it)."""
+    return user.split("\n\nConversation so far:")[0]
+
+
 def _schema_names(user: str) -> tuple[set[str], set[str]]:
-    schema = user.split("\n\nConversation so far:")[0]
+    schema = _schema_part(user)
     return set(re.findall(r"^  \(:(\w+) ", schema, re.M)), set(re.findall(r"-\[:(\w+)", schema))
 
 
@@ -135,8 +140,7 @@ def test_a_turn_with_lookups_is_renamed_with_them_and_a_draw_is_shared_by_a_worl
     # one draw, one schema; at most SESSIONS_PER_DRAW sessions to a draw
     for d, members in by_draw.items():
         assert len(members) <= SESSIONS_PER_DRAW
-        schemas = {r["messages"][1]["content"].split("\n\nConversation so far:")[0]
-                   for r in renamed if r["renaming"] == d}
+        schemas = {_schema_part(r["messages"][1]["content"]) for r in renamed if r["renaming"] == d}
         assert len(schemas) == 1, d
 
 
@@ -162,8 +166,7 @@ def test_packing_by_world_keeps_each_draw_of_names_in_rows_of_its_own():
     tok = load_tokenizer("smollm2-135m")
     packed = packed_rows(mixed, tok, 16384, by="world")
     assert len(packed) == len(groups) and sum(r["examples"] for r in packed) == len(mixed)
-    schema_of = lambda e: e["messages"][1]["content"].split("\n\nConversation so far:")[0]  # noqa: E731
-    schemas = {schema_of(e) for e in mixed}
+    schemas = {_schema_part(e["messages"][1]["content"]) for e in mixed}
     for row in packed:
         text = tok.decode(row["input_ids"])
         assert sum(s in text for s in schemas) == 1  # one schema, computed once
