@@ -76,8 +76,9 @@ def oracle_tool_conversation(env: CypherTurnToolEnv, row: dict[str, Any], sessio
     return messages
 
 
-def oracle_tool_conversations(sessions: list[Session], protocol: str = "guided", *, env: CypherTurnToolEnv | None = None,
-                              turns: Iterable[int] | None = None, verify: bool = True) -> list[dict[str, Any]]:
+def oracle_tool_conversations(sessions: list[Session], protocol: str = "guided", *,
+                              env: CypherTurnToolEnv | None = None, turns: Iterable[int] | None = None,
+                              verify: bool = True) -> list[dict[str, Any]]:
     """``{"messages": …, "session": …, "turn": …}`` for every row of ``make_training_rows``."""
     env = env or CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol=protocol))
     by_id = {s.id: s for s in sessions}
