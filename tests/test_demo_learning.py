@@ -227,6 +227,7 @@ def test_a_stage_s_time_is_summed_over_the_runs_that_did_work_in_it(tmp_path, mo
     """A stage cut and resumed, or an evaluation run again for another split, took the time of all its runs; a
     run that found the stage's output took none and changes nothing."""
     script = _script()
+    # the one stand-in: the script's clock, so that stages "take" minutes without waiting them out
     clock = iter([0.0, 600.0, 1000.0, 1780.0, 2000.0, 2000.5])
     monkeypatch.setattr(script, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
     script.Timings(tmp_path).run("eval grpo", lambda: None)  # 600 s: the heldout split

@@ -83,22 +83,19 @@ def test_a_label_whose_noun_is_in_a_literal_of_the_answer_keeps_its_name():
 
 
 def test_rename_schema_renames_its_share_and_rejects_a_share_outside_0_1(examples):
+    from benchmark.build import cached_dataset
+    from benchmark.session import read_sessions
     from training.config import CypherTurnSFTArguments, RecipeError
     from training.trainers import _renamed, run_sft
 
-    sessions = type("S", (), {})
+    sessions = list(read_sessions(cached_dataset("train", seed=0, sessions=6, hf=False)))  # the fixture's build
     rows = [{**e, "messages": e["messages"]} for e, _ in examples]
-    fake = []
-    for e, world in examples:
-        s = sessions()
-        s.id, s.world = e["session"], world
-        fake.append(s)
-    assert _renamed(rows, fake, 0.0, 0) == rows
-    every = _renamed(rows, fake, 1.0, 0)
+    assert _renamed(rows, sessions, 0.0, 0) == rows
+    every = _renamed(rows, sessions, 1.0, 0)
     assert all(a["messages"][-1] != b["messages"][-1] and a["renaming"] == "own" for a, b in zip(every, rows))
-    half = _renamed(rows, fake, 0.5, 0)
+    half = _renamed(rows, sessions, 0.5, 0)
     share = sum(a["messages"][-1] != b["messages"][-1] for a, b in zip(half, rows)) / len(rows)
-    assert 0.3 < share < 0.7 and half == _renamed(rows, fake, 0.5, 0)  # seeded
+    assert 0.3 < share < 0.7 and half == _renamed(rows, sessions, 0.5, 0)  # seeded
     with pytest.raises(RecipeError, match="rename_schema"):
         run_sft(CypherTurnSFTArguments(formats=["guided_action"], rename_schema=1.5), None, None)
 
