@@ -188,8 +188,10 @@ class PrefixCache:
 
 class HFBackend(_BatchingBackend):
     """transformers generation. Requests from the evaluator's concurrent sessions are batched (one worker
-    thread, left padding); a batch of one reuses the KV cache of the longest shared prompt prefix
-    (``PrefixCache``), the better choice on CPU, where prefill dominates."""
+    thread, left padding). With the prefix cache (the default) each prompt of a batch is prefilled on its own
+    from the KV cache of its longest shared prefix (``PrefixCache``), and the batch then decodes together:
+    prefill dominates on CPU and gains nothing from batching, decoding does (one pass over the weights for
+    every sequence of the batch)."""
 
     name = "hf"
 
@@ -235,7 +237,7 @@ class HFBackend(_BatchingBackend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.batch_size = batch_size or (1 if self.device == "cpu" else 8)
+        self.batch_size = batch_size or 8  # what waits at once; on CPU too, since a batch keeps the prefix cache
         self.prefix_cache = PrefixCache() if prefix_cache else None
         self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
         self.max_wait_s = max_wait_s
@@ -245,9 +247,11 @@ class HFBackend(_BatchingBackend):
         # New tokens are clamped so that prompt + answer stays within the context.
         room = min(settings.max_new_tokens, *(self.context_limit - len(x) for x in ids)) \
             if self.context_limit else settings.max_new_tokens
-        if len(ids) == 1 and self.prefix_cache is not None:
+        if self.prefix_cache is None or min(map(len, ids)) < 2:
+            return self._generate_batch(ids, settings, room)
+        if len(ids) == 1:
             return [self._generate_one(ids[0], settings, room)]
-        return self._generate_batch(ids, settings, room)
+        return self._generate_cached_batch(ids, settings, room)
 
     def _sampling(self, settings: GenerationSettings, max_new_tokens: int) -> dict:
         self.torch.manual_seed(settings.seed)
@@ -268,6 +272,58 @@ class HFBackend(_BatchingBackend):
         if new_cache is not None and hasattr(new_cache, "crop"):
             self.prefix_cache.store(full, new_cache)
         return self.tokenizer.decode(full[len(ids):], skip_special_tokens=True)
+
+    def _prefilled(self, ids: list[int]):
+        """A KV cache of ``ids`` but its last token: the prefix cache's best entry, its tail computed here."""
+        from transformers import DynamicCache
+
+        cache, start = self.prefix_cache.lookup(ids)
+        cache = DynamicCache() if cache is None else cache
+        if start < len(ids) - 1:
+            with self.torch.no_grad():
+                self.model(input_ids=self.torch.tensor([ids[start:-1]], device=self.device), use_cache=True,
+                           **{_CACHE_KWARG: cache})
+        return cache
+
+    def _generate_cached_batch(self, ids: list[list[int]], settings: GenerationSettings,
+                               max_new_tokens: int) -> list[str]:
+        """Each prompt prefilled alone from the prefix cache, the batch decoded together. The caches are
+        left-padded to one length and the padding masked, so each sequence sees what it would alone; each
+        finished sequence's cache (its padding cut off) goes back to the prefix cache for the next turn."""
+        from transformers import DynamicCache
+
+        torch = self.torch
+        width = max(map(len, ids))
+        pads = [width - len(x) for x in ids]
+        caches = [self._prefilled(x) for x in ids]
+
+        def padded(t, pad):  # (1, heads, length, dim), zeros on the left (masked)
+            return torch.nn.functional.pad(t, (0, 0, pad, 0))
+
+        layers = [(torch.cat([padded(c.layers[i].keys, p) for c, p in zip(caches, pads)]),
+                   torch.cat([padded(c.layers[i].values, p) for c, p in zip(caches, pads)]))
+                  for i in range(len(caches[0].layers))]
+        del caches
+        pad_id = self.tokenizer.pad_token_id
+        tensor = torch.tensor([[pad_id] * p + x for x, p in zip(ids, pads)], device=self.device)
+        mask = torch.tensor([[0] * p + [1] * len(x) for x, p in zip(ids, pads)], device=self.device)
+        with torch.no_grad():
+            out = self.model.generate(tensor, attention_mask=mask, return_dict_in_generate=True, use_cache=True,
+                                      **{_CACHE_KWARG: DynamicCache(ddp_cache_data=layers)},
+                                      **self._sampling(settings, max_new_tokens))
+        texts = []
+        done = getattr(out, _CACHE_KWARG, None)
+        eos = self.model.generation_config.eos_token_id
+        eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos]) | {pad_id}
+        for row, (x, pad) in enumerate(zip(ids, pads)):
+            new = out.sequences[row, width:].tolist()
+            end = next((i + 1 for i, t in enumerate(new) if t in eos), len(new))  # keeps the end token
+            if done is not None:
+                kv = [(layer.keys[row:row + 1, :, pad:].clone(), layer.values[row:row + 1, :, pad:].clone())
+                      for layer in done.layers]
+                self.prefix_cache.store(x + new[:end], DynamicCache(ddp_cache_data=kv))
+            texts.append(self.tokenizer.decode(new[:end], skip_special_tokens=True))
+        return texts
 
     def _generate_batch(self, ids: list[list[int]], settings: GenerationSettings, max_new_tokens: int) -> list[str]:
         enc = self.tokenizer.pad({"input_ids": ids}, padding=True, return_tensors="pt").to(self.device)

@@ -161,8 +161,8 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
                 continue
             sh([sys.executable, "-m", "envs.evaluate", "--model", model, "--dataset", str(dataset), "--limit",
                 str(eval_limit(args, name, split)), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
-                "--chat-format", "text", "--concurrency", "1", "--dtype", args.dtype, "--no-psjs", "--quiet",
-                "--out", str(run)], out / "eval.log")
+                "--chat-format", "text", "--concurrency", str(args.concurrency), "--dtype", args.dtype, "--no-psjs",
+                "--quiet", "--out", str(run)], out / "eval.log")
 
 
 # -- report -----------------------------------------------------------------------------------------------
@@ -568,6 +568,8 @@ def main(argv: list[str] | None = None) -> int:
                         "where the trained models answer in one short action")
     p.add_argument("--dtype", default="float32",
                    help="the evaluator's --dtype (SmolLM2 loads from a GGUF whose kernels compute in float32)")
+    p.add_argument("--concurrency", type=int, default=4,
+                   help="sessions evaluated at once, their decoding batched (the same greedy text as one at a time)")
     p.add_argument("--max-new-tokens", type=int, default=192,
                    help="per action; the gold queries of the training split are about 86 tokens at the median")
     p.add_argument("--stages", default="data,train,eval,report",

@@ -35,7 +35,7 @@ if [ -z "${MODEL:-}" ]; then
 fi
 OUT=runs/main-job-$(basename "$MODEL")   # a model retrained into the same path is scored anew (--replace-stale)
 "$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-2}" --protocol guided --max-new-tokens 160 \
-  --concurrency 1 --dtype "${DTYPE:-auto}" --replace-stale --out "$OUT"
+  --concurrency 2 --dtype "${DTYPE:-auto}" --replace-stale --out "$OUT"
 phase evaluation
 cat "$OUT/report.md"
 echo

@@ -52,26 +52,41 @@ def test_prefix_cache_gives_the_same_greedy_text_and_reuses_the_prefix(backend):
     assert got == want and all(isinstance(t, str) for t in got)
 
 
-def test_concurrent_chats_are_generated_as_one_left_padded_batch(backend):
+@pytest.mark.parametrize("cached", [True, False], ids=["prefix-cache", "no-prefix-cache"])
+def test_concurrent_chats_are_generated_as_one_left_padded_batch(backend, cached):
+    """Three sessions' chats waiting at once go to the model as one batch, and each gets the greedy text it
+    gets alone. With the prefix cache, each prompt is prefilled from its cached prefix before the batch
+    decodes, and each finished sequence is stored for the next call of its session."""
     from concurrent.futures import ThreadPoolExecutor
 
-    plain = backend
     settings = GenerationSettings(max_new_tokens=10)
     chats = [[SYSTEM, {"role": "user", "content": q}] for q in
              ("List every general.", "Which provinces border the capital province of the empire?", "Count the legions.")]
-    alone = [plain.generate(chat, settings) for chat in chats]
+    with without_prefix_cache(backend) as plain:
+        alone = [plain.generate(chat, settings) for chat in chats]
+        later = [chat + [{"role": "assistant", "content": reply}, {"role": "user", "content": "[Invalid action] "
+                 "no action found in the response."}] for chat, reply in zip(chats, alone)]
+        alone_later = [plain.generate(chat, settings) for chat in later]
+    if not cached:
+        backend.prefix_cache = None
+    name = "_generate_cached_batch" if cached else "_generate_batch"
     calls = []
-    real = plain._generate_batch
-    plain._generate_batch = lambda batch, *rest: calls.append(len(batch)) or real(batch, *rest)
-    plain.batch_size, plain.max_wait_s = 3, 1.0
+    real = getattr(backend, name)
+    setattr(backend, name, lambda batch, *rest: calls.append(len(batch)) or real(batch, *rest))
+    backend.batch_size, backend.max_wait_s = 3, 1.0
     try:
         with ThreadPoolExecutor(3) as pool:
-            together = list(pool.map(lambda chat: plain.generate(chat, settings), chats))
+            together = list(pool.map(lambda chat: backend.generate(chat, settings), chats))
+            together_later = list(pool.map(lambda chat: backend.generate(chat, settings), later))
+        stats = backend.prefix_cache
     finally:
-        plain.batch_size, plain.max_wait_s = 1, 0.02
-        del plain._generate_batch
-    assert calls == [3]
-    assert together == alone  # left padding and the attention mask leave each chat's greedy text unchanged
+        backend.batch_size, backend.max_wait_s = 1, 0.02
+        delattr(backend, name)
+        backend.prefix_cache = PrefixCache()
+    assert calls == [3, 3]
+    assert together == alone and together_later == alone_later  # padding and its mask change no greedy text
+    if cached:  # the second calls extend the first ones' sequences, stored by the batch
+        assert stats.hits == 3 and stats.reused_tokens > 3 * 40 and len(stats._entries) == 3
 
 
 def test_a_prompt_longer_than_the_context_gets_an_empty_answer_not_an_error(backend):
@@ -117,7 +132,7 @@ def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["model"] == "smollm2-135m" and meta["backend"] == "hf" and meta["protocol"] == protocol
     assert meta["generation"]["max_new_tokens"] == 8 and meta["prefix_cache"] is True
-    assert meta["device"] == "cpu" and meta["batch_size"] == 1
+    assert meta["device"] == "cpu" and meta["batch_size"] == 8
     assert "| EX (strict) |" in (tmp_path / "report.md").read_text()
     timing = json.loads((tmp_path / "timing.json").read_text())
     assert timing["turns_played"] == len(records) and timing["context_overflows"] == 0
