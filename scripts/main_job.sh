@@ -33,13 +33,9 @@ if [ -z "${MODEL:-}" ]; then
   MODEL=models/smollm2-135m-cypherturn
   [ -f "$MODEL/adapter_config.json" ] || MODEL=smollm2-135m   # a checkout without the shipped adapter
 fi
-# Both sessions at once, their decoding batched: the trained model's short answers gain (reports/learning-demo);
-# the base model's prose to the token limit was slower batched on 2 cores, so it plays them one at a time.
-CONCURRENCY=2
-[ "$MODEL" = smollm2-135m ] && CONCURRENCY=1
 OUT=runs/main-job-$(basename "$MODEL")   # a model retrained into the same path is scored anew (--replace-stale)
 "$PY" -m envs.evaluate --model "$MODEL" --limit "${LIMIT:-2}" --protocol guided --max-new-tokens 160 \
-  --concurrency "$CONCURRENCY" --dtype "${DTYPE:-auto}" --replace-stale --out "$OUT"
+  --concurrency 1 --dtype "${DTYPE:-auto}" --replace-stale --out "$OUT"
 phase evaluation
 cat "$OUT/report.md"
 echo
