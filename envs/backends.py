@@ -237,7 +237,8 @@ class HFBackend(_BatchingBackend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.batch_size = batch_size or 8  # what waits at once; on CPU too, since a batch keeps the prefix cache
+        # On CPU one chat at a time unless asked: batching gained only on short single turns (reports/learning-demo)
+        self.batch_size = batch_size or (1 if self.device == "cpu" else 8)
         self.prefix_cache = PrefixCache() if prefix_cache else None
         self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
         self.max_wait_s = max_wait_s

@@ -132,7 +132,7 @@ def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["model"] == "smollm2-135m" and meta["backend"] == "hf" and meta["protocol"] == protocol
     assert meta["generation"]["max_new_tokens"] == 8 and meta["prefix_cache"] is True
-    assert meta["device"] == "cpu" and meta["batch_size"] == 8
+    assert meta["device"] == "cpu" and meta["batch_size"] == 1
     assert "| EX (strict) |" in (tmp_path / "report.md").read_text()
     timing = json.loads((tmp_path / "timing.json").read_text())
     assert timing["turns_played"] == len(records) and timing["context_overflows"] == 0
