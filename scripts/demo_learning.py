@@ -161,8 +161,8 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
                 continue
             sh([sys.executable, "-m", "envs.evaluate", "--model", model, "--dataset", str(dataset), "--limit",
                 str(eval_limit(args, name, split)), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
-                "--chat-format", "text", "--concurrency", str(args.concurrency), "--dtype", args.dtype, "--no-psjs",
-                "--quiet", "--out", str(run)], out / "eval.log")
+                "--chat-format", "text", "--concurrency", str(args.concurrency), "--batch-size", str(args.concurrency),
+                "--dtype", args.dtype, "--no-psjs", "--quiet", "--out", str(run)], out / "eval.log")
 
 
 # -- report -----------------------------------------------------------------------------------------------
