@@ -453,8 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=EvaluationConfig.seed)
     p.add_argument("--device", help="hf backend: cuda, cpu, ... (default: cuda if visible, else cpu)")
     p.add_argument("--batch-size", type=_POSITIVE,
-                   help="most chats generated together (of --concurrency sessions): hf 8 on a GPU, 1 on CPU; vllm 256 per "
-                        "engine call")
+                   help="most chats generated together (of --concurrency sessions): hf 8 on a GPU, 1 on CPU; "
+                        "vllm 256 per engine call")
     p.add_argument("--dtype", choices=DTYPES, default=EvaluationConfig.dtype,
                    help="hf backend: the weights' dtype; auto: the checkpoint's on a GPU, float32 on CPU (greedy "
                         "outputs may differ between dtypes)")
