@@ -316,16 +316,34 @@ def top_k(s: EntitySet, key: str, prop: str, highest: bool, k: int) -> Step:
     return _list_step(new, key)
 
 
-def contrast(s: EntitySet, key: str) -> Step:
-    """contrast: the members of the set s was filtered from that do NOT meet s's last filter.
+def negation(cond: Condition) -> str:
+    """The complement's test, as an annotator writes it. A comparison with a value is null where the property
+    is missing, and ``NOT`` alone would drop those nodes: ``NOT coalesce(…, false)`` keeps them. A test that is
+    never null (an ``EXISTS`` subquery, ``IS [NOT] NULL``) is negated as it stands: ``NOT EXISTS { p }`` becomes
+    ``EXISTS { p }``, ``x.p IS NULL`` becomes ``x.p IS NOT NULL``; several such tests become ``NOT (…)``."""
+    text = cond.text
+    if cond.key_values:
+        return f"NOT coalesce({text}, false)"
+    if " AND " in text:
+        return f"NOT ({text})"
+    if text.startswith("NOT EXISTS {"):
+        return text[len("NOT "):]
+    if text.startswith("EXISTS {"):
+        return "NOT " + text
+    if text.endswith(" IS NOT NULL"):
+        return text[:-len(" NOT NULL")] + " NULL"
+    if text.endswith(" IS NULL"):
+        return text[:-len(" NULL")] + " NOT NULL"
+    return f"NOT ({text})"
 
-    ``coalesce(…, false)`` keeps the nodes where the filtered property is null, so the two sets
-    partition the parent exactly.
-    """
+
+def contrast(s: EntitySet, key: str) -> Step:
+    """contrast: the members of the set s was filtered from that do NOT meet s's last filter (``negation``),
+    so the two sets partition the parent exactly."""
     if s.parent is None or s.condition is None:
         raise ChainError("CONTRAST needs a set produced by a filter")
     parent, cond = s.parent, s.condition
-    negated = Condition(f"NOT coalesce({cond.text}, false)", cond.key_values, cond.props, cond.triples)
+    negated = Condition(negation(cond), cond.key_values, cond.props, cond.triples)
     # the complement is filtered on the same properties: a later test of them is decided by the filter
     # ("any of those with no recorded year of death?" after "the ones with one" is always no)
     props = {kv.property for kv in cond.key_values} | set(cond.props)

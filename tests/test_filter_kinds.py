@@ -43,8 +43,28 @@ def test_existence_subquery_adds_its_relationship_to_the_triples_and_its_complem
     allied = chain.linked("n1", "Faction", "ALLIED_WITH", True, "Faction", True, symmetric=True)
     assert allied.text == "EXISTS { (n1)-[:ALLIED_WITH]-(:Faction) }"
     rest = chain.contrast(none.new_set, "name")
-    assert "WHERE NOT coalesce(NOT EXISTS { (n1)-[:GARRISONS]->(:Legion) }, false)" in rest.cypher
+    assert "WHERE EXISTS { (n1)-[:GARRISONS]->(:Legion) }\n" in rest.cypher  # never null: no coalesce
     assert rest.triples == none.triples
+
+
+@pytest.mark.parametrize(("test", "complement"), [
+    (chain.linked("n1", "Province", "GARRISONS", True, "Legion", True), "NOT EXISTS { (n1)-[:GARRISONS]->(:Legion) }"),
+    (chain.exists("n1", "population", True), "n1.population IS NULL"),
+    (chain.exists("n1", "population", False), "n1.population IS NOT NULL"),
+    (chain.compare("n1", "Province", "population", True, 30000), "NOT coalesce(n1.population > 30000, false)"),
+])
+def test_a_contrast_negates_a_test_that_is_never_null_as_it_stands_and_keeps_the_nulls_of_a_comparison(
+        test, complement):
+    rest = chain.contrast(chain.narrow(PROVINCES, "name", [test]).new_set, "name")
+    assert rest.cypher == HEAD + f"WHERE {complement}\nRETURN DISTINCT n1.name AS name"
+
+
+def test_a_contrast_of_several_tests_that_are_never_null_negates_their_conjunction():
+    both = chain.narrow(PROVINCES, "name", [chain.exists("n1", "population", True),
+                                            chain.linked("n1", "Province", "GARRISONS", True, "Legion", False)])
+    rest = chain.contrast(both.new_set, "name")
+    assert ("WHERE NOT (n1.population IS NOT NULL AND NOT EXISTS { (n1)-[:GARRISONS]->(:Legion) })\n"
+            in rest.cypher)
 
 
 def test_a_correction_rederives_the_base_not_a_filter_of_the_wrong_result():
