@@ -76,6 +76,8 @@ class Condition:
     key_values: tuple[KeyValue, ...]
     props: tuple[str, ...] = ()  # properties it tests without a literal (an existence test)
     triples: tuple[str, ...] = ()  # relationships it tests (an EXISTS subquery), part of the gold triples
+    # a test that is never null (IS [NOT] NULL, [NOT] EXISTS): its opposite, as a CONTRAST writes it
+    opposite: str | None = None
 
 
 @dataclass(frozen=True)
@@ -298,7 +300,8 @@ def universe_edges(rel_type: str, fn: str, prop: str) -> Step:
 def narrow(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
     """narrow / value_narrow: keep the members of the prior set that meet the condition(s)."""
     cond = Condition(" AND ".join(c.text for c in conditions), _merge(*(c.key_values for c in conditions)),
-                     _merge(*(c.props for c in conditions)), _merge(*(c.triples for c in conditions)))
+                     _merge(*(c.props for c in conditions)), _merge(*(c.triples for c in conditions)),
+                     opposite=conditions[0].opposite if len(conditions) == 1 else None)
     props = {kv.property for kv in cond.key_values} | set(cond.props)
     new = EntitySet(s.label, s.var, tuple(s.filtered(cond.text)), _merge(s.key_values, cond.key_values),
                     _merge(s.triples, cond.triples), s, cond, s.filtered_props | props, origin=s.origin,
@@ -319,22 +322,11 @@ def top_k(s: EntitySet, key: str, prop: str, highest: bool, k: int) -> Step:
 def negation(cond: Condition) -> str:
     """The complement's test, as an annotator writes it. A comparison with a value is null where the property
     is missing, and ``NOT`` alone would drop those nodes: ``NOT coalesce(…, false)`` keeps them. A test that is
-    never null (an ``EXISTS`` subquery, ``IS [NOT] NULL``) is negated as it stands: ``NOT EXISTS { p }`` becomes
-    ``EXISTS { p }``, ``x.p IS NULL`` becomes ``x.p IS NOT NULL``; several such tests become ``NOT (…)``."""
-    text = cond.text
+    never null is its ``opposite`` (``EXISTS { p }`` for ``NOT EXISTS { p }``, ``x.p IS NOT NULL`` for
+    ``x.p IS NULL``); several such tests together become ``NOT (…)``."""
     if cond.key_values:
-        return f"NOT coalesce({text}, false)"
-    if " AND " in text:
-        return f"NOT ({text})"
-    if text.startswith("NOT EXISTS {"):
-        return text[len("NOT "):]
-    if text.startswith("EXISTS {"):
-        return "NOT " + text
-    if text.endswith(" IS NOT NULL"):
-        return text[:-len(" NOT NULL")] + " NULL"
-    if text.endswith(" IS NULL"):
-        return text[:-len(" NULL")] + " NOT NULL"
-    return f"NOT ({text})"
+        return f"NOT coalesce({cond.text}, false)"
+    return cond.opposite or f"NOT ({cond.text})"
 
 
 def contrast(s: EntitySet, key: str) -> Step:
@@ -359,7 +351,8 @@ def equals(var: str, label: str, prop: str, value: Any) -> Condition:
 
 def exists(var: str, prop: str, present: bool) -> Condition:
     """An existence test: the property is recorded (or missing) on the node."""
-    return Condition(f"{var}.{ident(prop)} IS {'NOT ' if present else ''}NULL", (), (prop,))
+    missing, recorded = f"{var}.{ident(prop)} IS NULL", f"{var}.{ident(prop)} IS NOT NULL"
+    return Condition(recorded if present else missing, (), (prop,), opposite=missing if present else recorded)
 
 
 def count_by(s: EntitySet, prop: str) -> Step:
@@ -416,7 +409,9 @@ def linked(var: str, label: str, rel_type: str, forward: bool, other: str, prese
     or "... have no legions ..." (``NOT EXISTS``). The pattern's relationship is a gold triple."""
     pattern = _pattern(var, rel_type, forward, "", other, symmetric=symmetric)
     src, dst = (label, other) if forward else (other, label)
-    return Condition(f"{'' if present else 'NOT '}EXISTS {{ {pattern} }}", (), (), (triple(src, rel_type, dst),))
+    some, none = f"EXISTS {{ {pattern} }}", f"NOT EXISTS {{ {pattern} }}"
+    return Condition(some if present else none, (), (), (triple(src, rel_type, dst),),
+                     opposite=none if present else some)
 
 
 def correct(s: EntitySet, key: str, conditions: list[Condition]) -> Step:
