@@ -16,9 +16,9 @@ stage that ran is kept in ``OUT/timings.json``):
 3. GRPO: ``training/grpo.py --config configs/smollm2-135m_grpo.yaml`` from the SFT adapter: completions to the
    same prompts, rewarded by the execution reward (strict EX from ``scoring.Judge``) on the real Neo4j;
 4. evaluation: ``python -m envs.evaluate`` (guided protocol, greedy, ``--max-new-tokens``, text chat format)
-   of the SFT checkpoint (before GRPO starts), the GRPO checkpoint and the base model on the first ``--limit``
-   held-out training-world sessions and the first ``--limit-benchmark`` benchmark-world sessions (the base
-   model on at most ``--base-limit`` of them when given; ``--base-from RUN`` takes its evaluations from an
+   of the SFT checkpoint and the base model (both before GRPO starts), then the GRPO checkpoint, on the first
+   ``--limit`` held-out training-world sessions and the first ``--limit-benchmark`` benchmark-world sessions (the
+   base model on at most ``--base-limit`` of them, 1 by default; ``--base-from RUN`` takes its evaluations from an
    earlier demonstration that scored the same sessions with the same settings, as a recipe change leaves them);
 5. report: ``OUT/results.md`` and ``OUT/results.json``: EX strict and relaxed with 95% intervals (sessions
    resampled), EX on opening and later turns and by turn position, PSJS, the share of valid actions, the share
@@ -568,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="score the base model on at most this many sessions per split (default 1; 0: all of them): it "
                         "writes prose to the token limit on all three actions of every turn (15 to 38 s a turn on 2 "
                         "cores at 192 tokens), where the trained models answer in one short action. runs/demo17 scored "
-                        "it on all 183 turns of the default builds' sessions: EX 0 (--base-from takes those)")
+                        "it on all 183 turns of its 23 sessions: EX 0")
     p.add_argument("--dtype", default="float32",
                    help="the evaluator's --dtype (SmolLM2 loads from a GGUF whose kernels compute in float32)")
     p.add_argument("--concurrency", type=int, default=1,
@@ -620,11 +620,17 @@ def main(argv: list[str] | None = None) -> int:
     sft, grpo = out / "sft", out / "grpo"
     datasets = {"heldout": write_heldout(train, sft, out), "benchmark": write_benchmark(test, out)}
     models = {"base": TOY_MODEL if args.toy else "smollm2-135m", "sft": str(sft.resolve()), "grpo": str(grpo.resolve())}
-    # the order gives the most useful figures first: SFT is scored before GRPO starts, the base model last
+    # the order gives the most useful figures first: SFT is scored, then the base model on the same sessions
+    # (--base-limit 1 by default: minutes), so that SFT's gain is known before GRPO starts
     if "sft" in stages:
         clock.run("sft", stage_sft, args, out, train)
     if "eval" in stages and (sft / "cypherturn.json").is_file():
         clock.run("eval sft", stage_eval, args, out, {"sft": models["sft"]}, datasets)
+    if "eval" in stages and args.base_from:
+        for split, what in copy_base_evals(args, out, Path(args.base_from), models["base"], datasets).items():
+            print(f"base model on {split}: {what}", flush=True)
+    if "eval" in stages:
+        clock.run("eval base", stage_eval, args, out, {"base": models["base"]}, datasets)
     if "grpo" in stages:
         clock.run("grpo", stage_grpo, args, out, train, sft)
     if "eval" in stages and (grpo / "cypherturn.json").is_file():
@@ -632,11 +638,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"GRPO left the adapter unchanged (parameter digests agree): its scores are SFT's "
                   f"({', '.join(reuse_eval(out, 'sft', 'grpo')) or 'nothing new to copy'})", flush=True)
         clock.run("eval grpo", stage_eval, args, out, {"grpo": models["grpo"]}, datasets)
-    if "eval" in stages and args.base_from:
-        for split, what in copy_base_evals(args, out, Path(args.base_from), models["base"], datasets).items():
-            print(f"base model on {split}: {what}", flush=True)
-    if "eval" in stages:
-        clock.run("eval base", stage_eval, args, out, {"base": models["base"]}, datasets)
     if "report" in stages:
         report(out, datasets, sft, grpo)
     if args.publish:
