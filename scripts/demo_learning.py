@@ -436,6 +436,11 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
                 for metric in ("ex", "ex_relaxed"):
                     t = paired_bootstrap(recs[(split, b)], recs[(split, a)], metric)
                     results["paired"].setdefault(split, {})[f"{b}-{a}:{metric}"] = t
+                    if t["sessions"] < 2:  # resampling one session gives no interval: say so, not p = 1
+                        lines.append(f"- {split}, {b} - {a}, {metric}: {t['delta']:+.3f} over the {t['turns']} turns of "
+                                     f"the one session both scored: no test (sessions are what is resampled; "
+                                     f"--base-limit 0 scores the base model on every session)")
+                        continue
                     lines.append(f"- {split}, {b} - {a}, {metric}: {t['delta']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}], "
                                  f"p = {t['p_value']:.4f} ({t['sessions']} sessions, {t['turns']} turns)")
     train = results["training"]
