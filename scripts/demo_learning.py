@@ -564,10 +564,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test-sessions", type=int, default=14, help="2 per benchmark world")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--limit", type=int, default=11,
-                   help="held-out training-world sessions scored (worlds interleaved: 11 cover all six, 84 turns of "
+                   help="held-out training-world sessions scored (worlds interleaved: 11 cover all six, 95 turns of "
                         "the default builds; at least 80 are needed)")
     p.add_argument("--limit-benchmark", type=int, default=12,
-                   help="benchmark-world sessions scored (worlds interleaved: 12 cover all seven, 88 turns of the "
+                   help="benchmark-world sessions scored (worlds interleaved: 12 cover all seven, 104 turns of the "
                         "default builds)")
     p.add_argument("--base-limit", type=int, default=1,
                    help="score the base model on at most this many sessions per split (default 1; 0: all of them): it "
