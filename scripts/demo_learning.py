@@ -437,9 +437,9 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
                     t = paired_bootstrap(recs[(split, b)], recs[(split, a)], metric)
                     results["paired"].setdefault(split, {})[f"{b}-{a}:{metric}"] = t
                     if t["sessions"] < 2:  # resampling one session gives no interval: say so, not p = 1
+                        hint = "; --base-limit 0 scores the base model on every session" if a == "base" else ""
                         lines.append(f"- {split}, {b} - {a}, {metric}: {t['delta']:+.3f} over the {t['turns']} turns of "
-                                     f"the one session both scored: no test (sessions are what is resampled; "
-                                     f"--base-limit 0 scores the base model on every session)")
+                                     f"the one session both scored: no test (sessions are what is resampled{hint})")
                         continue
                     lines.append(f"- {split}, {b} - {a}, {metric}: {t['delta']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}], "
                                  f"p = {t['p_value']:.4f} ({t['sessions']} sessions, {t['turns']} turns)")
@@ -530,9 +530,9 @@ protocol.
 _DEMO_RECIPE = """`configs/smollm2-135m_sft.yaml` (SFT: the guided turn prompt with the schema and the conversation so far,
 answered with the action alone, `SUBMIT_ANSWER <gold Cypher>`, after a `SEARCH_VALUES` lookup of each new name;
 the openings of a 900-session training build, half with the world's labels and relationship types renamed; loss
-on the actions; LoRA on the top layers under bf16 autocast, AdamW) then `configs/smollm2-135m_grpo.yaml` (GRPO on the same kind of prompt; reward: strict
-EX of the submitted query from the project's one judge on the real Neo4j). Reproduce everything, figures
-included:
+on the actions; LoRA on the top layers under bf16 autocast, AdamW) then `configs/smollm2-135m_grpo.yaml` (GRPO
+on the same kind of prompt; reward: strict EX of the submitted query from the project's one judge on the real
+Neo4j). Reproduce everything, figures included:
 
     python scripts/demo_learning.py --out runs/demo --ship models/smollm2-135m-cypherturn --publish reports/learning-demo
 """
