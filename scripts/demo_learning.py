@@ -436,7 +436,7 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
                 for metric in ("ex", "ex_relaxed"):
                     t = paired_bootstrap(recs[(split, b)], recs[(split, a)], metric)
                     results["paired"].setdefault(split, {})[f"{b}-{a}:{metric}"] = t
-                    if t["sessions"] < 2:  # resampling one session gives no interval: say so, not p = 1
+                    if t["p_value"] is None:  # one shared session: paired_bootstrap gives no interval and no p
                         hint = "; --base-limit 0 scores the base model on every session" if a == "base" else ""
                         lines.append(f"- {split}, {b} - {a}, {metric}: {t['delta']:+.3f} over the {t['turns']} turns of "
                                      f"the one session both scored: no test (sessions are what is resampled{hint})")

@@ -229,6 +229,11 @@ def test_paired_bootstrap():
     assert paired_bootstrap(base, b)["turns"] == len(base) - 1
     with pytest.raises(ValueError):
         paired_bootstrap(base, _sessions([[1]], prefix="other"))
+    # one shared session: nothing to resample, so no interval and no p (not a zero-width interval, p = 1)
+    one = _sessions([[1, 1, 0]])
+    lone = paired_bootstrap(one, [dict(r, ex=0) for r in one])
+    assert lone["delta"] == pytest.approx(2 / 3) and lone["sessions"] == 1
+    assert (lone["low"], lone["high"], lone["p_value"], lone["significant"]) == (None, None, None, False)
 
 
 def test_rank_correlation():

@@ -10,7 +10,8 @@ between two runs over the same sessions, and Spearman rank correlation between r
   two-sided p-value from the bootstrap distribution shifted to the null (the share of resampled
   differences whose distance to the observed one is at least the observed one's distance to 0;
   Berg-Kirkpatrick et al., 2012), as (k + 1) / (resamples + 1) so that it is never 0 (its resolution
-  is 1 / resamples). ``significant`` is p < 1 - confidence.
+  is 1 / resamples). ``significant`` is p < 1 - confidence. With one shared session there is nothing to
+  resample: the interval and p are None (no test), not a zero-width interval with p = 1.
 - ``rank_correlation``: Spearman's rho (``scipy.stats.spearmanr``) between two {model: score}
   mappings over their common models, e.g. guided vs agentic EX per model.
 
@@ -90,7 +91,8 @@ def paired_bootstrap(records_a: Iterable[Mapping[str, Any]], records_b: Iterable
                      metric: str = "ex", *, resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95,
                      seed: int | None = 0) -> dict:
     """{"delta" (A - B), "low", "high", "p_value", "significant", "mean_a", "mean_b", "sessions",
-    "turns", "resamples", "seed"}. Raises InputError (a ValueError) when the runs share no scored turn."""
+    "turns", "resamples", "seed"}; "low", "high" and "p_value" are None when the runs share one session.
+    Raises InputError (a ValueError) when the runs share no scored turn."""
     from scipy.stats import bootstrap
 
     a_scored, _ = split_scored(records_a)
@@ -112,7 +114,7 @@ def paired_bootstrap(records_a: Iterable[Mapping[str, Any]], records_b: Iterable
     sa, sb, c = arr[:, 0], arr[:, 1], arr[:, 2]
     mean_a, mean_b = float(sa.sum() / c.sum()), float(sb.sum() / c.sum())
     delta = mean_a - mean_b
-    out = {"delta": delta, "low": delta, "high": delta, "p_value": 1.0, "significant": False,
+    out = {"delta": delta, "low": None, "high": None, "p_value": None, "significant": False,
            "mean_a": mean_a, "mean_b": mean_b, "sessions": len(sessions), "turns": int(c.sum()),
            "resamples": resamples, "confidence": confidence, "seed": seed}
     if len(sessions) == 1:
