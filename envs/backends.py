@@ -262,12 +262,14 @@ class HFBackend(_BatchingBackend):
                 "pad_token_id": self.tokenizer.pad_token_id}
 
     def _generate_one(self, ids: list[int], settings: GenerationSettings, max_new_tokens: int) -> str:
+        from envs.kv_cache import growing_cache
+
         cache, _ = self.prefix_cache.lookup(ids)
         tensor = self.torch.tensor([ids], device=self.device)
-        extra = {} if cache is None else {_CACHE_KWARG: cache}
         with self.torch.no_grad():
             out = self.model.generate(tensor, attention_mask=self.torch.ones_like(tensor), return_dict_in_generate=True,
-                                      use_cache=True, **extra, **self._sampling(settings, max_new_tokens))
+                                      use_cache=True, **{_CACHE_KWARG: cache if cache is not None else growing_cache()},
+                                      **self._sampling(settings, max_new_tokens))
         full = out.sequences[0].tolist()
         new_cache = getattr(out, _CACHE_KWARG, None)
         if new_cache is not None and hasattr(new_cache, "crop"):
@@ -276,10 +278,10 @@ class HFBackend(_BatchingBackend):
 
     def _prefilled(self, ids: list[int]):
         """A KV cache of ``ids`` but its last token: the prefix cache's best entry, its tail computed here."""
-        from transformers import DynamicCache
+        from envs.kv_cache import growing_cache
 
         cache, start = self.prefix_cache.lookup(ids)
-        cache = DynamicCache() if cache is None else cache
+        cache = growing_cache() if cache is None else cache
         if start < len(ids) - 1:
             with self.torch.no_grad():
                 self.model(input_ids=self.torch.tensor([ids[start:-1]], device=self.device), use_cache=True,
@@ -291,7 +293,7 @@ class HFBackend(_BatchingBackend):
         """Each prompt prefilled alone from the prefix cache, the batch decoded together. The caches are
         left-padded to one length and the padding masked, so each sequence sees what it would alone; each
         finished sequence's cache (its padding cut off) goes back to the prefix cache for the next turn."""
-        from transformers import DynamicCache
+        from envs.kv_cache import growing_cache
 
         torch = self.torch
         width = max(map(len, ids))
@@ -310,7 +312,7 @@ class HFBackend(_BatchingBackend):
         mask = torch.tensor([[0] * p + [1] * len(x) for x, p in zip(ids, pads)], device=self.device)
         with torch.no_grad():
             out = self.model.generate(tensor, attention_mask=mask, return_dict_in_generate=True, use_cache=True,
-                                      **{_CACHE_KWARG: DynamicCache(ddp_cache_data=layers)},
+                                      **{_CACHE_KWARG: growing_cache(layers)},
                                       **self._sampling(settings, max_new_tokens))
         texts = []
         done = getattr(out, _CACHE_KWARG, None)
@@ -322,7 +324,7 @@ class HFBackend(_BatchingBackend):
             if done is not None:
                 kv = [(layer.keys[row:row + 1, :, pad:].clone(), layer.values[row:row + 1, :, pad:].clone())
                       for layer in done.layers]
-                self.prefix_cache.store(x + new[:end], DynamicCache(ddp_cache_data=kv))
+                self.prefix_cache.store(x + new[:end], growing_cache(kv))
             texts.append(self.tokenizer.decode(new[:end], skip_special_tokens=True))
         return texts
 
