@@ -24,17 +24,16 @@ class GrowingLayer(DynamicLayer):
 
     def lazy_initialization(self, key_states, value_states) -> None:
         super().lazy_initialization(key_states, value_states)
-        self._kbuf = self._vbuf = None
-        self._len = 0
+        self._kbuf = self._vbuf = None  # the filled length is the views': get_seq_length()
 
-    def _view(self) -> None:
-        self.keys = self._kbuf[..., :self._len, :]
-        self.values = self._vbuf[..., :self._len, :]
+    def _view(self, length: int) -> None:
+        self.keys = self._kbuf[..., :length, :]
+        self.values = self._vbuf[..., :length, :]
 
     def update(self, key_states, value_states, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        n, add = self._len, key_states.shape[-2]
+        n, add = self.get_seq_length(), key_states.shape[-2]
         if self._kbuf is None or n + add > self._kbuf.shape[-2] or self._kbuf.shape[:2] != key_states.shape[:2]:
             room = (n + add + self.CHUNK) // self.CHUNK * self.CHUNK
             kbuf = key_states.new_empty((*key_states.shape[:2], room, key_states.shape[-1]))
@@ -45,14 +44,10 @@ class GrowingLayer(DynamicLayer):
             self._kbuf, self._vbuf = kbuf, vbuf
         self._kbuf[..., n:n + add, :] = key_states
         self._vbuf[..., n:n + add, :] = value_states
-        self._len = n + add
-        self._view()
+        self._view(n + add)
         return self.keys, self.values
 
-    def crop(self, tokens_to_remove: int) -> None:
-        super().crop(tokens_to_remove)  # narrows the views; the buffer keeps its room
-        if self.is_initialized and self._kbuf is not None:
-            self._len = self.keys.shape[-2]
+    # crop: DynamicLayer's narrows the views; the buffer keeps its room
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         super().batch_repeat_interleave(repeats)
@@ -64,14 +59,14 @@ class GrowingLayer(DynamicLayer):
 
     def _rebuffer(self) -> None:  # after an op that replaced the views with new tensors
         if self.is_initialized and self._kbuf is not None:
-            self._kbuf, self._vbuf, self._len = self.keys, self.values, self.keys.shape[-2]
+            self._kbuf, self._vbuf = self.keys, self.values
 
     def __deepcopy__(self, memo):
         new = self.__class__.__new__(self.__class__)
         new.__dict__.update(self.__dict__)
         if self.is_initialized and self._kbuf is not None:
             new._kbuf, new._vbuf = self._kbuf.clone(), self._vbuf.clone()
-            new._view()
+            new._view(self.get_seq_length())
         return new
 
 
