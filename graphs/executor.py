@@ -58,7 +58,7 @@ from graphs.cypher_guard import ALLOWED_PROCEDURES, GuardRefusal, check_read_onl
 from graphs.cypher_syntax import InvalidEscape
 from graphs.deadlines import WATCHDOG
 from graphs.spec import get_spec
-from graphs.values import UndecodableValue, normalize, undecodable
+from graphs.values import MAX_DEPTH, BrokenHydrationObject, UndecodableValue, normalize, undecodable
 
 try:  # the driver's own deadline type: one absolute bound for every pool wait of a session (see _pool_deadline)
     from neo4j._deadline import Deadline as _DriverDeadline
@@ -132,15 +132,36 @@ def _pool_deadline(deadline: float):
     return left if _DriverDeadline is None else _DriverDeadline(left)
 
 
-def _approx_size(value: Any) -> int:
-    """Rough serialized size in bytes of a normalized value (cheaper than json.dumps)."""
+def _approx_size(value: Any, limit: float = math.inf, depth: int = 0) -> int:
+    """Rough serialized size in bytes of a normalized value (cheaper than json.dumps). Counting stops once
+    it is past ``limit``, and a value below ``MAX_DEPTH`` levels counts 8: for a driver's value before
+    ``normalize`` (nodes, temporal values ... count 8) it is a lower bound of the normalized value's size.
+    Raises ``UndecodableValue`` at a value the driver could not decode."""
     if isinstance(value, str):
         return len(value) + 2
+    if depth >= MAX_DEPTH or not isinstance(value, (list, dict)):
+        if isinstance(value, BrokenHydrationObject):  # met before the limit: the query's first fault, as
+            raise undecodable(value.error)            # normalize would report it
+        return 8
+    total = 2
     if isinstance(value, list):
-        return 2 + sum(_approx_size(v) + 1 for v in value)
-    if isinstance(value, dict):
-        return 2 + sum(len(k) + 4 + _approx_size(v) for k, v in value.items())
-    return 8
+        for v in value:
+            total += _approx_size(v, limit - total, depth + 1) + 1
+            if total > limit:
+                break
+    else:
+        for k, v in value.items():
+            total += len(k) + 4 + _approx_size(v, limit - total, depth + 1)
+            if total > limit:
+                break
+    return total
+
+
+def _value_too_large(columns: list[str], values: list, row_index: int, cap: int) -> "_Failure":
+    """The verdict on a row holding a value over ``cap`` (the first such column is named)."""
+    col = next(c for c, v in zip(columns, values) if _approx_size(v, cap) > cap)
+    return _Failure("too_large", f"the value of column {col!r} in row {row_index + 1} is over {cap} bytes "
+                                 "(the cap on one value)")
 
 
 # Plan operators a read may use (base names: "@database" and "(All)"-style modes stripped). Scans and
@@ -426,15 +447,20 @@ class SafeExecutor:
                     if len(rows) == max_rows:
                         truncated = True
                         break
+                    cap = self.limits.max_value_bytes
+                    raw = record.values()
                     try:
-                        row = [normalize(v) for v in record.values()]
+                        # the driver's values first (a lower bound, cut at the cap): a list of millions is
+                        # refused in milliseconds instead of being copied by normalize and counted whole
+                        if any(_approx_size(v, cap) > cap for v in raw):
+                            raise _value_too_large(columns, raw, len(rows), cap)
+                        row = [normalize(v) for v in raw]
                     except (UndecodableValue, RecursionError) as exc:
                         raise _undecodable(exc) from None
-                    for col, value in zip(columns, row):
-                        size = _approx_size(value)
-                        if size > self.limits.max_value_bytes:
-                            raise _Failure("too_large", f"the value of column {col!r} in row {len(rows) + 1} "
-                                                        f"is about {size} bytes; the cap is {self.limits.max_value_bytes}")
+                    for value in row:
+                        size = _approx_size(value, cap)
+                        if size > cap:
+                            raise _value_too_large(columns, row, len(rows), cap)
                         total += size
                     if total > self.limits.max_result_bytes:
                         raise _Failure("too_large", f"the result is over {self.limits.max_result_bytes} bytes "

@@ -47,9 +47,11 @@ WATCHDOG_STOPS_THREADS = True
 # by one: a restart waits this long for the previous ports before it moves the worlds to other ones.
 PORT_RELEASE_WAIT_S = 15.0
 # The largest buffer Bolt may use, so the largest result record the server will build: writing past it fails
-# that query at once (graphs/jvm CappedAllocator) instead of serializing gigabytes no client would take
-# (the executor caps a whole result at 16 MiB by default).
-BOLT_MAX_BUFFER_BYTES = 128 << 20
+# that query at once (graphs/jvm CappedAllocator) instead of serializing gigabytes no client would take.
+# The executor caps one value at 1 MiB by default, 16 MiB for the judge's provenance lists (approximate JSON
+# sizes; packstream is no larger for them). Every record the server sends, the driver decodes whole on the
+# caller's thread, where no deadline reaches: under a 128 MiB cap a 50 MB list held a 2 s query for 21 s.
+BOLT_MAX_BUFFER_BYTES = 32 << 20
 
 
 class ServerError(InfrastructureError):

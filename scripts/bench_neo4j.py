@@ -1,8 +1,10 @@
 """Benchmark of the Neo4j layer (prints figures; not a test).
 
 Prints: the cold `serve` time (fresh stores; the launcher build is timed apart), the `load` time for
-every world, the server's resident memory after loading and after the queries, and the median latency of a one-hop query through the safe executor versus the same
-query through the bare driver, with the executor's overhead as a ratio.
+every world, the server's resident memory after loading and after the queries, the median latency of a
+one-hop query through the safe executor versus the same query through the bare driver, with the executor's
+overhead as a ratio, and how long queries returning one huge value hold a caller with a 2 s time limit
+(the server's record cap and the client's value cap refuse them; the driver decodes what was sent first).
 Runs in a fresh cache directory of its own and stops the server it started; ``--reuse`` instead
 measures only the query latency against the server already running under ``$CYPHERTURN_HOME``
 (started and loaded beforehand), which is quicker for before/after comparisons of the executor.
@@ -38,6 +40,7 @@ def main() -> None:
     if args.reuse:  # someone else's server: measure and leave it running
         try:
             _latency(args.repeats)
+            _oversized()
         finally:
             connections.close_all()
         return
@@ -72,6 +75,7 @@ def main() -> None:
         print(f"load again (skipped, checksums match):       {reload_s:6.1f} s")
         print(f"server memory (JVM RSS) after load:          {_rss_mib(state.pid):6d} MiB")
         _latency(args.repeats)
+        _oversized()
         print(f"server memory (JVM RSS) after the queries:   {_rss_mib(state.pid):6d} MiB")
     finally:
         connections.close_all()
@@ -147,6 +151,31 @@ def _latency(repeats: int) -> None:
     print(f"executor overhead ratio vs execute_query:     {med['executor'] / base:5.2f}x")
     print(f"executor overhead ratio vs explicit read tx:  {med['executor'] / med['driver (explicit read tx)']:5.2f}x")
     print(f"executor overhead ratio vs auto-commit:       {med['executor'] / med['driver (auto-commit session)']:5.2f}x")
+
+
+# One value of n integers: 6 M (~30 MB of packstream) passes a 32 MiB record cap, 10 M (~50 MB) and 25 M
+# (~125 MB) a 128 MiB one; what passes, the driver decodes whole (at most the cap), then the client refuses;
+# 100 M is over any cap the server has had.
+OVERSIZED = [f"RETURN range(1, {n}) AS xs" for n in (1_000_000, 6_000_000, 10_000_000, 25_000_000, 100_000_000)]
+
+
+def _oversized(timeout: float = 2.0) -> None:
+    """Wall time of the executor on queries returning one huge list, against a ``timeout`` s limit."""
+    from graphs import server
+    from graphs.executor import SafeExecutor
+
+    try:
+        import neo4j._rust  # noqa: F401 - neo4j-rust-ext: the driver's packstream decoder in Rust
+        decoder = "Rust (neo4j-rust-ext)"
+    except ImportError:
+        decoder = "pure Python"
+    print(f"one huge value, {timeout:g} s limit (record cap {server.BOLT_MAX_BUFFER_BYTES >> 20} MiB, "
+          f"driver decoder {decoder}):")
+    for query in OVERSIZED:
+        t = time.perf_counter()
+        r = SafeExecutor("ancient_empire", timeout=timeout, retries=0).run(query)
+        kind = r.error.kind if r.error else f"{len(r.rows)} rows"
+        print(f"  {query:38s} {kind:10s} {time.perf_counter() - t:6.2f} s")
 
 
 if __name__ == "__main__":

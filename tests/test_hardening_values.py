@@ -7,6 +7,8 @@ of the query's own kind, never ``unavailable``, and the call is back within its 
   (it was ``unavailable``, retried three times, and made the execution reward raise
   ``RewardInfrastructureError`` for the whole batch; nested in a list it came back as the text
   ``<...BrokenHydrationObject object at 0x...>``);
+- one value just under the server's record cap (tens of MB, which the driver decodes whole on the caller's
+  thread, where no deadline reaches) is refused as ``too_large`` by the client's cap on one value;
 - a query whose first row ends the attempt (too large, undecodable) while the server still computes the
   second is back at once (it waited for the server's watchdog: 12 s for a 2 s timeout, timeout + 10 s), and the client
   deadline covers retries and the session's clean-up.
@@ -129,6 +131,30 @@ def test_the_deadline_covers_the_clean_up_after_the_first_row(case, before):
     assert elapsed < timeout + RETURN_GRACE_S, elapsed  # it was 12 s: the server's watchdog ended it
     assert ex.run("RETURN 1 AS one").rows == [[1]]
     _all_worlds_answer(before)
+
+
+def test_a_value_just_under_the_servers_record_cap_is_refused_by_the_clients_cap(before):
+    # how long it takes is scripts/bench_neo4j.py's ("one huge value"): 0.8 s against 8 s before
+    n = int(server.BOLT_MAX_BUFFER_BYTES * 0.9) // 5  # integers of 5 bytes of packstream each
+    r = SafeExecutor(WORLD, timeout=5.0, retries=0).run(f"RETURN range(1, {n}) AS xs")
+    assert r.error is not None and r.error.kind == "too_large", r.error
+    assert "column 'xs' in row 1" in r.error.message, r.error  # the client's cap: the server sent the record
+    _all_worlds_answer(before)
+
+
+def test_the_size_count_stops_at_its_limit_and_bounds_a_raw_value_from_below():
+    from graphs.executor import _approx_size
+    from graphs.values import normalize
+
+    big = list(range(10**6))
+    assert _approx_size(big) == 2 + 9 * 10**6
+    assert 1000 < _approx_size(big, 1000) < 1100  # stopped just past the limit
+    raw = [{"a": "x" * 10, "b": [1.5, None]}, "yz", 7]
+    assert _approx_size(raw) == _approx_size(normalize(raw))
+    deep: list = []
+    for _ in range(5000):  # deeper than normalize decodes and than Python's recursion limit
+        deep = [deep]
+    assert _approx_size(deep) > 0
 
 
 def test_retries_stay_within_the_callers_deadline(before):
