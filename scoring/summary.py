@@ -53,6 +53,12 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def _interval(ci: dict) -> str:
+    if ci.get("sessions") == 1:
+        return "one session: no interval"
+    return f"95% CI {_pct(ci.get('low'))}–{_pct(ci.get('high'))}"
+
+
 def write_report(path: Path, meta: dict, m: dict) -> None:
     ci = m.get("ex_ci95") or {}
     lines = [f"# CypherTurn run: {meta['model']} ({meta['protocol']}"
@@ -61,7 +67,7 @@ def write_report(path: Path, meta: dict, m: dict) -> None:
              f"Backend {meta['backend']}; dataset sha256 {meta['dataset_sha256'][:12]}; code {meta['code_version']}; "
              f"generation {meta['generation']}.", "",
              "| metric | value |", "|---|---|",
-             f"| EX (strict) | {_pct(m['ex'])} (95% CI {_pct(ci.get('low'))}–{_pct(ci.get('high'))}) |",
+             f"| EX (strict) | {_pct(m['ex'])} ({_interval(ci)}) |",
              f"| EX relaxed | {_pct(m['ex_relaxed'])} |", f"| PSJS | {_pct(m['psjs'])} |",
              f"| SEM | {_pct(m['sem'])} |", f"| CER | {_pct(m['cer']['cer'])} |",
              f"| Tok/S | {'n/a' if m['tok_s'] is None else round(m['tok_s'], 1)} |",

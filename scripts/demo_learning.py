@@ -249,7 +249,11 @@ def _ci(records: list[dict], metric: str) -> dict:
 
 
 def _fmt(c: dict) -> str:
-    return "n/a" if c["mean"] is None else f"{c['mean']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
+    if c["mean"] is None:
+        return "n/a"
+    if c["low"] is None:  # one session: no interval
+        return f"{c['mean']:.3f} (1 session)"
+    return f"{c['mean']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
 
 
 def _valid_share(records: list[dict]) -> float | None:

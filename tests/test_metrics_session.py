@@ -212,6 +212,8 @@ def test_bootstrap_ci():
     sem_ci = bootstrap_ci(mixed, "sem", resamples=2000)
     assert sem_ci["mean"] == pytest.approx(2 / 6) and sem_ci["low"] <= sem_ci["mean"] <= sem_ci["high"]
     assert bootstrap_ci([])["mean"] is None
+    lone = bootstrap_ci(_sessions([[1, 0, 1]]))
+    assert lone["mean"] == pytest.approx(2 / 3) and (lone["low"], lone["high"]) == (None, None)
 
 
 def test_paired_bootstrap():

@@ -68,7 +68,8 @@ def _none_if_nan(x: float) -> float | None:
 
 def bootstrap_ci(records: Iterable[Mapping[str, Any]], metric: str = "ex", *, resamples: int = DEFAULT_RESAMPLES,
                  confidence: float = 0.95, seed: int | None = 0) -> dict:
-    """{"mean", "low", "high", "sessions", "resamples", "confidence", "seed", "excluded_turns"}."""
+    """{"mean", "low", "high", "sessions", "resamples", "confidence", "seed", "excluded_turns"}; "low" and
+    "high" are None for one session (resampling one session gives it back: no interval, not a zero-width one)."""
     from scipy.stats import bootstrap
 
     ids, sums, counts, excluded = _session_arrays(records, metric)
@@ -78,7 +79,6 @@ def bootstrap_ci(records: Iterable[Mapping[str, Any]], metric: str = "ex", *, re
         return out
     out["mean"] = float(_ratio(sums, counts))
     if len(ids) == 1:
-        out["low"] = out["high"] = out["mean"]
         return out
     res = bootstrap((sums, counts), _ratio, paired=True, vectorized=True, n_resamples=resamples,
                     confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
