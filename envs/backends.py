@@ -2,7 +2,7 @@
 model's next response text, with the same generation settings for every backend of a run.
 
 - ``hf``: transformers, a local directory or hub id; a PEFT adapter directory loads its base model with
-  the adapter merged in; requests from concurrent sessions are batched (one worker thread, left padding).
+  the adapter merged in; requests from concurrent sessions are decoded together (continuous batching).
 - ``vllm``: the offline vLLM engine (GPU; the ``vllm`` extra); waiting chats go to the engine together.
 - ``openai``: any OpenAI-compatible endpoint (vLLM server, hosted APIs), with retries on 429/5xx and
   timeouts (``benchmark.openai_chat``); what still fails raises ``BackendError`` (infrastructure).
@@ -24,6 +24,8 @@ from typing import Protocol
 from benchmark.openai_chat import ChatError, OpenAIChat
 from cypherturn.errors import InfrastructureError, InputError
 from envs import models
+from envs.decoding import DecodingBatch, Sequence
+from envs.kv_cache import CACHE_KWARG, growing_cache
 from envs.models import TINY, ModelLoadError, load_causal_lm, load_tokenizer, tiny_model_dir
 
 
@@ -112,22 +114,33 @@ class _BatchingBackend:
         """Responses to chats that fit the context (``ids``: their rendered prompts' token ids)."""
         raise NotImplementedError
 
+    def _take(self, block: bool = True, taken: int = 0) -> list:
+        """Waiting requests, up to ``batch_size`` less ``taken``: blocking for the first and then waiting
+        ``max_wait_s`` for more, or (``block=False``) only those already waiting."""
+        batch = []
+        if taken >= self.batch_size:
+            return batch
+        try:
+            batch.append(self._requests.get(block=block))
+            while len(batch) < self.batch_size - taken:  # read now: a caller may have changed it while we waited
+                batch.append(self._requests.get(timeout=self.max_wait_s) if block else self._requests.get_nowait())
+        except queue.Empty:
+            pass
+        return batch
+
     def _serve(self) -> None:
         while True:
-            batch = [self._requests.get()]
-            try:
-                while len(batch) < self.batch_size:
-                    batch.append(self._requests.get(timeout=self.max_wait_s))
-            except queue.Empty:
-                pass
-            try:
-                outputs = self._answer([m for m, _, _ in batch], batch[0][1])
-            except Exception as exc:  # noqa: BLE001 - reported to every waiting session
-                for _, _, future in batch:
-                    future.set_exception(BackendError(f"{self.name} generation failed: {exc!r}"))
-                continue
-            for (_, _, future), text in zip(batch, outputs):
-                future.set_result(text)
+            self._serve_batch(self._take())
+
+    def _serve_batch(self, batch: list) -> None:
+        try:
+            outputs = self._answer([m for m, _, _ in batch], batch[0][1])
+        except Exception as exc:  # noqa: BLE001 - reported to every waiting session
+            for _, _, future in batch:
+                future.set_exception(BackendError(f"{self.name} generation failed: {exc!r}"))
+            return
+        for (_, _, future), text in zip(batch, outputs):
+            future.set_result(text)
 
 
 class PrefixCache:
@@ -187,11 +200,13 @@ class PrefixCache:
 
 
 class HFBackend(_BatchingBackend):
-    """transformers generation. Requests from the evaluator's concurrent sessions are batched (one worker
-    thread, left padding). With the prefix cache (the default) each prompt of a batch is prefilled on its own
-    from the KV cache of its longest shared prefix (``PrefixCache``), and the batch then decodes together:
-    prefill dominates on CPU and gains nothing from batching, decoding does (one pass over the weights for
-    every sequence of the batch)."""
+    """transformers models. Requests from the evaluator's concurrent sessions are batched (one worker
+    thread). With the prefix cache (the default) each prompt is prefilled on its own from the KV cache of its
+    longest shared prefix (``PrefixCache``) and joins the sequences being decoded at the next step, up to
+    ``batch_size`` of them (``envs.decoding``: continuous batching, left padding masked); one that ends leaves
+    at once. Prefill gains nothing from batching on CPU; decoding does (one pass over the weights for every
+    sequence of the batch). Without the prefix cache, transformers' ``generate`` over a static batch: the
+    reference the cached path is tested against (the same greedy text)."""
 
     name = "hf"
 
@@ -242,17 +257,69 @@ class HFBackend(_BatchingBackend):
         self.prefix_cache = PrefixCache() if prefix_cache else None
         self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
         self.max_wait_s = max_wait_s
+        self.decoding = DecodingBatch(self.model, self._end_tokens())  # also read for its counts (timing.json)
         self._start_batcher()
 
     def _generate_chats(self, chats, ids, settings):
-        # New tokens are clamped so that prompt + answer stays within the context.
+        """Without the prefix cache: transformers' generate over a static left-padded batch (the reference
+        path the cached one is tested against)."""
         room = min(settings.max_new_tokens, *(self.context_limit - len(x) for x in ids)) \
             if self.context_limit else settings.max_new_tokens
-        if self.prefix_cache is None or min(map(len, ids)) < 2:
-            return self._generate_batch(ids, settings, room)
-        if len(ids) == 1:
-            return [self._generate_one(ids[0], settings, room)]
-        return self._generate_cached_batch(ids, settings, room)
+        return self._generate_batch(ids, settings, room)
+
+    def _serve(self) -> None:
+        """With the prefix cache, continuous batching (``envs.decoding``): each request is prefilled alone from
+        its cached prefix and joins the decoding batch at the next step; a finished one leaves at once, its
+        sequence stored back in the prefix cache for the session's next call."""
+        batch = self.decoding
+        while True:
+            requests = self._take(block=not len(batch), taken=len(batch))
+            if self.prefix_cache is None:  # the reference path: generate over one static batch
+                if requests:
+                    self._serve_batch(requests)
+            else:
+                self._join(batch, requests)
+            try:
+                finished = batch.step()
+            except Exception as exc:  # noqa: BLE001 - reported to every sequence of the batch
+                for seq in batch.sequences:
+                    seq.owner.set_exception(BackendError(f"{self.name} generation failed: {exc!r}"))
+                batch = self.decoding = DecodingBatch(self.model, self._end_tokens())
+                continue
+            for seq in finished:
+                if self.prefix_cache is not None:
+                    self.prefix_cache.store(seq.prompt + seq.new, seq.cache)
+                seq.owner.set_result(self.tokenizer.decode(seq.new, skip_special_tokens=True))
+
+    def _join(self, batch: DecodingBatch, requests: list) -> None:
+        """Prefill each request and add it to ``batch``; one that cannot join is answered here (an empty
+        response past the context; a failure as a ``BackendError`` to its caller alone)."""
+        joining = []
+        for messages, settings, future in requests:
+            try:
+                ids = self._prompt_ids(messages)
+                room = settings.max_new_tokens if self.context_limit is None else \
+                    min(settings.max_new_tokens, self.context_limit - len(ids))
+                if room < 1:
+                    self.context_overflows += self.context_limit is not None and len(ids) >= self.context_limit
+                    future.set_result("")
+                    continue
+                if len(ids) < 2:  # nothing to prefill: no cache to join with
+                    future.set_result(self._generate_batch([ids], settings, room)[0])
+                    continue
+                joining.append(Sequence(ids, self._prefilled(ids), room, temperature=settings.temperature,
+                                        top_p=settings.top_p, seed=settings.seed, owner=future))
+            except Exception as exc:  # noqa: BLE001 - this request's caller alone
+                future.set_exception(BackendError(f"{self.name} generation failed: {exc!r}"))
+        try:
+            batch.add(joining)
+        except Exception as exc:  # noqa: BLE001
+            for seq in joining:
+                seq.owner.set_exception(BackendError(f"{self.name} generation failed: {exc!r}"))
+
+    def _end_tokens(self) -> set[int]:
+        eos = self.model.generation_config.eos_token_id
+        return set(eos if isinstance(eos, list) else [] if eos is None else [eos]) | {self.tokenizer.pad_token_id}
 
     def _sampling(self, settings: GenerationSettings, max_new_tokens: int) -> dict:
         self.torch.manual_seed(settings.seed)
@@ -261,72 +328,15 @@ class HFBackend(_BatchingBackend):
                 "temperature": settings.temperature if sample else None, "top_p": settings.top_p if sample else None,
                 "pad_token_id": self.tokenizer.pad_token_id}
 
-    def _generate_one(self, ids: list[int], settings: GenerationSettings, max_new_tokens: int) -> str:
-        from envs.kv_cache import growing_cache
-
-        cache, _ = self.prefix_cache.lookup(ids)
-        tensor = self.torch.tensor([ids], device=self.device)
-        with self.torch.no_grad():
-            out = self.model.generate(tensor, attention_mask=self.torch.ones_like(tensor), return_dict_in_generate=True,
-                                      use_cache=True, **{_CACHE_KWARG: cache if cache is not None else growing_cache()},
-                                      **self._sampling(settings, max_new_tokens))
-        full = out.sequences[0].tolist()
-        new_cache = getattr(out, _CACHE_KWARG, None)
-        if new_cache is not None and hasattr(new_cache, "crop"):
-            self.prefix_cache.store(full, new_cache)
-        return self.tokenizer.decode(full[len(ids):], skip_special_tokens=True)
-
     def _prefilled(self, ids: list[int]):
         """A KV cache of ``ids`` but its last token: the prefix cache's best entry, its tail computed here."""
-        from envs.kv_cache import growing_cache
-
         cache, start = self.prefix_cache.lookup(ids)
         cache = growing_cache() if cache is None else cache
         if start < len(ids) - 1:
             with self.torch.no_grad():
                 self.model(input_ids=self.torch.tensor([ids[start:-1]], device=self.device), use_cache=True,
-                           **{_CACHE_KWARG: cache})
+                           **{CACHE_KWARG: cache})
         return cache
-
-    def _generate_cached_batch(self, ids: list[list[int]], settings: GenerationSettings,
-                               max_new_tokens: int) -> list[str]:
-        """Each prompt prefilled alone from the prefix cache, the batch decoded together. The caches are
-        left-padded to one length and the padding masked, so each sequence sees what it would alone; each
-        finished sequence's cache (its padding cut off) goes back to the prefix cache for the next turn."""
-        from envs.kv_cache import growing_cache
-
-        torch = self.torch
-        width = max(map(len, ids))
-        pads = [width - len(x) for x in ids]
-        caches = [self._prefilled(x) for x in ids]
-
-        def padded(t, pad):  # (1, heads, length, dim), zeros on the left (masked)
-            return torch.nn.functional.pad(t, (0, 0, pad, 0))
-
-        layers = [(torch.cat([padded(c.layers[i].keys, p) for c, p in zip(caches, pads)]),
-                   torch.cat([padded(c.layers[i].values, p) for c, p in zip(caches, pads)]))
-                  for i in range(len(caches[0].layers))]
-        del caches
-        pad_id = self.tokenizer.pad_token_id
-        tensor = torch.tensor([[pad_id] * p + x for x, p in zip(ids, pads)], device=self.device)
-        mask = torch.tensor([[0] * p + [1] * len(x) for x, p in zip(ids, pads)], device=self.device)
-        with torch.no_grad():
-            out = self.model.generate(tensor, attention_mask=mask, return_dict_in_generate=True, use_cache=True,
-                                      **{_CACHE_KWARG: growing_cache(layers)},
-                                      **self._sampling(settings, max_new_tokens))
-        texts = []
-        done = getattr(out, _CACHE_KWARG, None)
-        eos = self.model.generation_config.eos_token_id
-        eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos]) | {pad_id}
-        for row, (x, pad) in enumerate(zip(ids, pads)):
-            new = out.sequences[row, width:].tolist()
-            end = next((i + 1 for i, t in enumerate(new) if t in eos), len(new))  # keeps the end token
-            if done is not None:
-                kv = [(layer.keys[row:row + 1, :, pad:].clone(), layer.values[row:row + 1, :, pad:].clone())
-                      for layer in done.layers]
-                self.prefix_cache.store(x + new[:end], growing_cache(kv))
-            texts.append(self.tokenizer.decode(new[:end], skip_special_tokens=True))
-        return texts
 
     def _generate_batch(self, ids: list[list[int]], settings: GenerationSettings, max_new_tokens: int) -> list[str]:
         enc = self.tokenizer.pad({"input_ids": ids}, padding=True, return_tensors="pt").to(self.device)
@@ -336,16 +346,6 @@ class HFBackend(_BatchingBackend):
         return self.tokenizer.batch_decode(new, skip_special_tokens=True)
 
 
-def _cache_kwarg() -> str:
-    """transformers renamed generate's ``past_key_values`` to ``cache`` (5.2x); use whichever this one has."""
-    try:
-        from transformers.generation.utils import GenerateDecoderOnlyOutput
-    except ImportError:
-        return "past_key_values"
-    return "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
-
-
-_CACHE_KWARG = _cache_kwarg()
 
 
 class VLLMBackend(_BatchingBackend):

@@ -325,7 +325,8 @@ def run(config: EvaluationConfig | argparse.Namespace) -> dict:
                   turns_played=turns_played, play_s=play_s, neo4j_s=sum(e.db_ms for e in envs) / 1000.0,
                   model_s=sum(getattr(a, "model_seconds", 0.0) for a in agents),
                   score_s=time.perf_counter() - t1, turns_scored=len(records),
-                  context_overflows=getattr(backend, "context_overflows", None))
+                  context_overflows=getattr(backend, "context_overflows", None),
+                  decoding=getattr(backend, "decoding", None))
     if getattr(backend, "context_overflows", 0):
         print(f"warning: {backend.context_overflows} prompts did not fit the model's context of "
               f"{backend.context_limit} tokens; they were answered with an empty (malformed) action", file=sys.stderr)
@@ -360,17 +361,21 @@ def _drop_sessions(traj: Path, session_ids: set[str]) -> None:
 
 def _write_timing(path: Path, *, concurrency: int, sessions_played: int, turns_played: int, play_s: float,
                   neo4j_s: float, model_s: float, score_s: float, turns_scored: int,
-                  context_overflows: int | None) -> None:
+                  context_overflows: int | None, decoding=None) -> None:
     """This invocation's timings (not part of the metrics, which a resumed run reproduces exactly). The
     evaluator's own overhead per turn is the play time spent neither in Neo4j nor waiting for the model:
     ``overhead_ms_per_turn``, given when sessions were played one at a time (with the oracle there is no
-    model time)."""
+    model time). With the hf backend's continuous batching (``decoding``), its decoding steps and the mean
+    number of sequences a step decoded."""
     timing = {"concurrency": concurrency, "sessions_played": sessions_played, "turns_played": turns_played,
               "play_seconds": round(play_s, 3), "neo4j_seconds_during_play": round(neo4j_s, 3),
               "model_seconds_during_play": round(model_s, 3), "score_seconds": round(score_s, 3),
               "turns_scored": turns_scored,
               "score_ms_per_turn": round(1000 * score_s / turns_scored, 3) if turns_scored else None,
               "context_overflows": context_overflows}
+    if decoding is not None and decoding.steps:
+        timing["decoding_steps"] = decoding.steps
+        timing["mean_decoding_batch"] = round(decoding.tokens / decoding.steps, 2)
     if turns_played:
         timing["turns_per_second"] = round(turns_played / play_s, 2)
         # Only well defined with one session at a time (concurrent workers idle or queue at different times).
@@ -453,8 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=EvaluationConfig.seed)
     p.add_argument("--device", help="hf backend: cuda, cpu, ... (default: cuda if visible, else cpu)")
     p.add_argument("--batch-size", type=_POSITIVE,
-                   help="most chats generated together (of --concurrency sessions): hf 8 on a GPU, 1 on CPU; "
-                        "vllm 256 per engine call")
+                   help="most chats generated together (of --concurrency sessions): hf 8 on a GPU, 1 on CPU "
+                        "(sequences decoded together, joining and leaving at any step); vllm 256 per engine call")
     p.add_argument("--dtype", choices=DTYPES, default=EvaluationConfig.dtype,
                    help="hf backend: the weights' dtype; auto: the checkpoint's on a GPU, float32 on CPU (greedy "
                         "outputs may differ between dtypes)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
-__all__ = ["GrowingLayer", "growing_cache"]
+__all__ = ["CACHE_KWARG", "GrowingLayer", "growing_cache"]
 
 
 class GrowingLayer(DynamicLayer):
@@ -70,11 +70,33 @@ class GrowingLayer(DynamicLayer):
         return new
 
 
-def growing_cache(kv=None) -> DynamicCache:
+def growing_cache(kv=None, *, filled: int | None = None) -> DynamicCache:
     """An empty cache of ``GrowingLayer``s (layers are added as the model first writes them), or one
-    holding ``kv``: one (keys, values) pair per layer, each (batch, kv heads, tokens, head dim)."""
+    holding ``kv``: one (keys, values) pair per layer, each (batch, kv heads, tokens, head dim), copied in.
+    With ``filled``, the pairs are buffers taken as they are (no copy): their first ``filled`` positions
+    hold the cache and the rest is room to grow into."""
     cache = DynamicCache()
     cache.layer_class_to_replicate = GrowingLayer
     for i, (keys, values) in enumerate(kv or ()):
-        cache.update(keys, values, i)
+        if filled is None:
+            cache.update(keys, values, i)
+            continue
+        layer = GrowingLayer()
+        layer.lazy_initialization(keys, values)
+        layer._kbuf, layer._vbuf = keys, values
+        layer._view(filled)
+        cache.layers.append(layer)
     return cache
+
+
+def _cache_kwarg() -> str:
+    """transformers renamed ``past_key_values`` to ``cache`` (5.2x), in generate and the models' forward alike; use
+    whichever this one has."""
+    try:
+        from transformers.generation.utils import GenerateDecoderOnlyOutput
+    except ImportError:
+        return "past_key_values"
+    return "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
+
+
+CACHE_KWARG = _cache_kwarg()

@@ -53,10 +53,11 @@ def test_prefix_cache_gives_the_same_greedy_text_and_reuses_the_prefix(backend):
 
 
 @pytest.mark.parametrize("cached", [True, False], ids=["prefix-cache", "no-prefix-cache"])
-def test_concurrent_chats_are_generated_as_one_left_padded_batch(backend, cached):
-    """Three sessions' chats waiting at once go to the model as one batch, and each gets the greedy text it
-    gets alone. With the prefix cache, each prompt is prefilled from its cached prefix before the batch
-    decodes, and each finished sequence is stored for the next call of its session."""
+def test_concurrent_chats_are_decoded_together_and_get_the_text_they_get_alone(backend, cached):
+    """Three sessions' chats waiting at once are decoded together, and each gets the greedy text it gets
+    alone. With the prefix cache, each prompt is prefilled from its cached prefix and joins the decoding batch
+    (continuous batching, envs.decoding), and each finished sequence is stored for its session's next call;
+    without it, the three go to generate as one left-padded batch."""
     from concurrent.futures import ThreadPoolExecutor
 
     settings = GenerationSettings(max_new_tokens=10)
@@ -69,11 +70,11 @@ def test_concurrent_chats_are_generated_as_one_left_padded_batch(backend, cached
         alone_later = [plain.generate(chat, settings) for chat in later]
     if not cached:
         backend.prefix_cache = None
-    name = "_generate_cached_batch" if cached else "_generate_batch"
     calls = []
-    real = getattr(backend, name)
-    setattr(backend, name, lambda batch, *rest: calls.append(len(batch)) or real(batch, *rest))
+    real = backend._generate_batch
+    backend._generate_batch = lambda batch, *rest: calls.append(len(batch)) or real(batch, *rest)
     backend.batch_size, backend.max_wait_s = 3, 1.0
+    steps, tokens = backend.decoding.steps, backend.decoding.tokens
     try:
         with ThreadPoolExecutor(3) as pool:
             together = list(pool.map(lambda chat: backend.generate(chat, settings), chats))
@@ -81,12 +82,15 @@ def test_concurrent_chats_are_generated_as_one_left_padded_batch(backend, cached
         stats = backend.prefix_cache
     finally:
         backend.batch_size, backend.max_wait_s = 1, 0.02
-        delattr(backend, name)
+        del backend._generate_batch
         backend.prefix_cache = PrefixCache()
-    assert calls == [3, 3]
     assert together == alone and together_later == alone_later  # padding and its mask change no greedy text
-    if cached:  # the second calls extend the first ones' sequences, stored by the batch
+    if cached:  # decoded together: more tokens than steps; the second calls extend the first ones' sequences
+        steps, tokens = backend.decoding.steps - steps, backend.decoding.tokens - tokens
+        assert calls == [] and tokens > 1.5 * steps and steps <= 2 * 10
         assert stats.hits == 3 and stats.reused_tokens > 3 * 40 and len(stats._entries) == 3
+    else:
+        assert calls == [3, 3]
 
 
 def test_a_prompt_longer_than_the_context_gets_an_empty_answer_not_an_error(backend):
@@ -136,4 +140,5 @@ def test_evaluate_smollm2_end_to_end_writes_every_output(tmp_path, protocol):
     assert "| EX (strict) |" in (tmp_path / "report.md").read_text()
     timing = json.loads((tmp_path / "timing.json").read_text())
     assert timing["turns_played"] == len(records) and timing["context_overflows"] == 0
+    assert timing["decoding_steps"] > 0 and timing["mean_decoding_batch"] == 1.0  # one session, one sequence a step
     assert 0 < timing["model_seconds_during_play"] <= timing["play_seconds"] * 5
