@@ -159,7 +159,7 @@ def stage_eval(args, out: Path, models: dict[str, str], datasets: dict[str, Path
             run = out / "eval" / f"{name}-{split}"
             if (run / "metrics.json").is_file():
                 continue
-            # The base model writes to the token limit and gained nothing from batched decoding (--concurrency help)
+            # The base model: one sequence at a time, as measured (--concurrency help) and as --base-from runs scored it
             batch = 1 if name == "base" else args.concurrency
             sh([sys.executable, "-m", "envs.evaluate", "--model", model, "--dataset", str(dataset), "--limit",
                 str(eval_limit(args, name, split)), "--protocol", "guided", "--max-new-tokens", str(args.max_new_tokens),
@@ -585,8 +585,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=4,
                    help="sessions evaluated at once, their decoding batched continuously (the same greedy text). "
                         "Measured on 2 cores: runs/demo26's SFT adapter on 95 held-out turns, 939 s of play one "
-                        "sequence at a time, 628 s at 4; the base model (writing to the token limit) gained "
-                        "nothing (202 s one at a time, 237 s at 2), and is scored on one session a split by default")
+                        "sequence at a time, 628 s at 4; the base model is decoded one sequence at a time (2 "
+                        "sessions: 202 s alone, 198-237 s at 2)")
     p.add_argument("--max-new-tokens", type=int, default=192,
                    help="per action; the gold queries of the training split are about 86 tokens at the median")
     p.add_argument("--stages", default="data,train,eval,report",
