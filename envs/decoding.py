@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from cypherturn.errors import InputError
 from envs.kv_cache import CACHE_KWARG, GrowingLayer, growing_cache
 
 __all__ = ["DecodingBatch", "Sequence"]
@@ -42,7 +43,7 @@ class Sequence:
 
     def __post_init__(self):
         if len(self.prompt) < 1 or self.limit < 1:
-            raise ValueError("a sequence needs a prompt and room for at least one new token")
+            raise InputError("a sequence needs a prompt and room for at least one new token")
         self.generator = torch.Generator().manual_seed(self.seed) if self.temperature > 0 else None
 
 
@@ -81,7 +82,7 @@ class DecodingBatch:
         if not sequences:
             return
         if any(not s.cache.layers for s in sequences):
-            raise ValueError("a joining sequence has an empty cache: its prompt needs at least two tokens")
+            raise InputError("a joining sequence has an empty cache: its prompt needs at least two tokens")
         joining = [[(layer.keys, layer.values) for layer in s.cache.layers] for s in sequences]
         for s in sequences:
             s.cache = None  # the batch holds it now
