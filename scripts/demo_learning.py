@@ -535,7 +535,7 @@ protocol.
 
 _DEMO_RECIPE = """`configs/smollm2-135m_sft.yaml` (SFT: the guided turn prompt with the schema and the conversation so far,
 answered with the action alone, `SUBMIT_ANSWER <gold Cypher>`, after a `SEARCH_VALUES` lookup of each new name;
-the openings of a 900-session training build, half with the world's labels and relationship types renamed; loss
+the openings of an 800-session training build, half with the world's labels and relationship types renamed; loss
 on the actions; LoRA on the top layers under bf16 autocast, AdamW) then `configs/smollm2-135m_grpo.yaml` (GRPO
 on the same kind of prompt; reward: strict EX of the submitted query from the project's one judge on the real
 Neo4j). Reproduce everything, figures included:
@@ -571,8 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test-sessions", type=int, default=14, help="2 per benchmark world")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--limit", type=int, default=11,
-                   help="held-out training-world sessions scored (worlds interleaved: 11 cover all six, 95 turns of "
-                        "runs/demo25's build; at least 80 are needed)")
+                   help="held-out training-world sessions scored (worlds interleaved: 11 cover all six, 90 turns of "
+                        "the default build; at least 80 are needed)")
     p.add_argument("--limit-benchmark", type=int, default=10,
                    help="benchmark-world sessions scored (worlds interleaved: 10 cover all seven, 91 turns of the "
                         "default build)")
