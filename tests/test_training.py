@@ -9,6 +9,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -460,6 +461,75 @@ def test_answer_first_answers_and_unseen_lookups_on_the_real_graph(sessions):
     assert anchored > 0 and earlier > 0
     with pytest.raises(RecipeError, match="prompt"):
         names_to_look_up(chosen[0], 1, chosen[0].turns[1].shown_utterance, "unseen")
+
+
+def test_path_probe_lists_the_relationship_types_from_the_answer_to_the_named_node():
+    from training.data import path_probe, probed_answer
+
+    gold = ("MATCH (a_n1:Squad {name: 'Team R'})-[:OWNS]->(m_n1:Microservice)-[:DEPLOYED_ON]->(n1:Cluster)\n"
+            "WITH DISTINCT n1\nWHERE n1.region = 'north'\nRETURN DISTINCT n1.name AS name")
+    assert path_probe(gold) == ("MATCH p = (:Cluster)-[*..2]-(:Squad {name: 'Team R'})\n"
+                                "RETURN DISTINCT [x IN relationships(p) | ':' + type(x)] AS path")
+    # the answer copies the row: the probe's order, undirected, the unnamed node without its label
+    assert probed_answer(gold) == ("MATCH (n1:Cluster)-[:DEPLOYED_ON]-(m_n1)-[:OWNS]-(a_n1:Squad {name: 'Team R'})\n"
+                                   "WITH DISTINCT n1\nWHERE n1.region = 'north'\nRETURN DISTINCT n1.name AS name")
+    # between two nodes of one label the direction is the question's, not the probe's: kept
+    assert probed_answer("MATCH (n1:Film)<-[:INSPIRED_BY]-(a_n1:Film {title: 'X'})\nRETURN n1.title AS t") == \
+        "MATCH (n1:Film)<-[:INSPIRED_BY]-(a_n1:Film {title: 'X'})\nRETURN n1.title AS t"
+    for unserved in ("MATCH (n1:Director {style: 'commercial'})\nRETURN n1.name AS name",  # no path
+                     "MATCH (a_n1:A)-[:R]->(n1:B)\nWHERE a_n1.name = 'x'\nRETURN n1.name",  # anchor not in the pattern
+                     "MATCH (a_n1:A {name: 'x'})-[:R]->(m:B)-[:S]->(m2:C)-[:T]->(n1:D)\nRETURN n1.name",  # 3 hops
+                     "MATCH (a_n1:A {name: 'x'})-[:R*1..2]->(n1:B)\nRETURN n1.name",  # a variable length
+                     "MATCH (n1)<-[:LEADS]-(n6:Researcher)\nRETURN n1.name"):
+        assert path_probe(unserved) is None and probed_answer(unserved) == unserved
+
+
+def test_path_probes_on_the_real_graph_show_the_gold_types_and_the_answer_copies_them(sessions):
+    """path_probes: each probe runs on the real Neo4j before its answer, within the guided turn's three actions;
+    its result holds the row of the gold's relationship types, the answer walks exactly those and returns the
+    gold's rows; a renamed example renames probe, row and answer alike; GRPO prompts end after the probe."""
+    import json
+    import random
+
+    from envs.actions import EXECUTE, SUBMIT, parse_action
+    from envs.prompts import GUIDED_CAP
+    from scoring.judge import shared_judge
+    from training.config import RecipeError
+    from training.data import grpo_rows, path_probe, sft_examples
+    from training.renaming import renamed_conversation
+
+    chosen = [s for s in sessions if path_probe(s.turns[0].gold_cypher)][:6]
+    assert chosen, "the training build has anchored openings"
+    by_id = {s.id: s for s in chosen}
+    examples = sft_examples(chosen, ["guided_action"], chat_tools=False, lookups="unseen", search_scope="graph",
+                            inline_filters=True, answer_first=True, path_probes=True)
+    judge = shared_judge()
+    probed = 0
+    for e in examples:
+        action = parse_action(e["messages"][-1]["content"])
+        actions = [m for m in e["messages"][2:] if m["role"] == "assistant"]
+        assert len(actions) <= GUIDED_CAP
+        if action.type != SUBMIT:
+            continue
+        turn = by_id[e["session"]].turns[e["turn"]]
+        assert judge.judge(by_id[e["session"]].world, turn.gold_cypher, action.argument).ex == 1
+        probes = [i for i, m in enumerate(e["messages"]) if m["role"] == "assistant"
+                  and parse_action(m["content"]).type == EXECUTE]
+        if not probes:
+            continue
+        probed += 1
+        observation = e["messages"][probes[0] + 1]["content"]
+        types = re.findall(r"-\[(:\w+)\]", action.argument.split("\n")[0])
+        assert json.dumps(types) in observation.split("\n")  # the answer's types are a row of the probe
+        assert "(m_n1)" in action.argument or len(types) == 1
+        renamed = renamed_conversation(e["messages"], by_id[e["session"]].world, random.Random(0))
+        new_types = re.findall(r"-\[(:\w+)\]", renamed[-1]["content"].split("\n")[0])
+        assert new_types != types and json.dumps(new_types) in renamed[probes[0] + 1]["content"].split("\n")
+    assert probed >= len(chosen)  # every chosen opening at least
+    rows = grpo_rows(chosen, "single_turn", turns=[0], lookups="unseen", search_scope="graph", path_probes=True)
+    assert all(parse_action(r["prompt"][-2]["content"]).type == EXECUTE for r in rows)
+    with pytest.raises(RecipeError, match="lookups"):
+        grpo_rows(chosen, "single_turn", turns=[0], path_probes=True)
 
 
 def test_lora_layers_puts_the_adapter_on_the_top_layers_only():

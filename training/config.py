@@ -81,6 +81,12 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
                 "MATCH (n1:Studio)<-[:PRODUCED_BY]-(m_n1:Film)-[:IN_GENRE]->(a_n1:Genre {name: 'Noir'}) (the same "
                 "pattern): the answer starts with the label the question asks about, as a property-filter "
                 "answer does, and the looked-up node comes last"})
+    path_probes: bool = field(default=False, metadata={
+        "help": "guided_action: before an answer that walks from a named node (and with an action left for it), "
+                "EXECUTE_CYPHER a path probe that lists the relationship types of each path of at most 2 hops "
+                "from the answer's label to that node, answered by its real result; the answer then copies a row, "
+                "MATCH (n1:Cluster)-[:DEPLOYED_ON]-(m_n1)-[:OWNS]-(a_n1:Squad {name: '...'}) (training/data.py "
+                "path_probe): a small model copies a relationship far better than it reads one off the schema"})
     share_prefixes: bool = field(default=False, metadata={
         "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "
                 "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "
@@ -114,6 +120,9 @@ class CypherTurnGRPOArguments(CypherTurnDataArguments):
                 "trained with those lookups answers after them. Unset: the turn prompt alone"})
     search_scope: str = field(default="property", metadata={
         "help": "with lookups: how a name is looked up (SFT's search_scope: property or graph)"})
+    path_probes: bool = field(default=False, metadata={
+        "help": "with lookups: the prompt goes on with the path probe an SFT example with path_probes makes (its "
+                "EXECUTE_CYPHER and real result) where it makes one"})
     rewards: list[str] | None = field(default=None, metadata={
         "aliases": ["--reward"],
         "help": "reward specs NAME[:WEIGHT] (a built-in, pkg.module:function, or an entry point of "

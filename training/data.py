@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from benchmark.session import Session
 from cypherturn.errors import InvariantError
 from envs.env import EnvConfig
-from envs.prompts import CURRENT_QUESTION
+from envs.prompts import CURRENT_QUESTION, GUIDED_CAP
 from envs.trl_adapter import CypherTurnToolEnv, make_training_rows, tool_schemas
 from graphs.cypher_syntax import CypherParseError, bracket_pairs, string_literal, tokenize
 from training.config import RecipeError
@@ -224,18 +224,20 @@ def answer_first_paths(cypher: str) -> str:
     return "\n".join(_answer_first(line) for line in cypher.split("\n"))
 
 
-def _answer_first(line: str) -> str:
-    if not line.startswith("MATCH (a_n"):
-        return line
+def _chain(line: str) -> tuple[list[str], list[str]] | None:
+    """A ``MATCH`` line that is one plain chain of node, relationship, node, ... as its node texts and the
+    relationship texts between them (as written); None for any other line (a comma, a WHERE, a function)."""
+    if not line.startswith("MATCH ("):
+        return None
     tokens = tokenize(line)
     try:
         pairs = bracket_pairs(tokens)
     except CypherParseError:
-        return line
-    nodes, links, i = [], [], 1  # node texts; the relationship texts between them, as written
+        return None
+    nodes, links, i = [], [], 1
     while i < len(tokens):
         if tokens[i].text != "(" or tokens[i].kind != "punct":
-            return line
+            return None
         j = pairs[i]
         nodes.append(line[tokens[i].start:tokens[j].end])
         i = j + 1
@@ -246,9 +248,19 @@ def _answer_first(line: str) -> str:
             k = pairs[k] + 1 if tokens[k].kind == "punct" and tokens[k].text == "[" else k + 1
         link = line[tokens[i].start:tokens[k - 1].end] if k > i else ""
         if k == len(tokens) or not re.fullmatch(r"<?-(\[.*\])?->?", link, re.S):
-            return line  # not a plain chain of node, relationship, node (a comma, a WHERE, a function call)
+            return None
         links.append(link)
         i = k
+    return nodes, links
+
+
+def _answer_first(line: str) -> str:
+    if not line.startswith("MATCH (a_n"):
+        return line
+    chain = _chain(line)
+    if chain is None:
+        return line
+    nodes, links = chain
     if len(nodes) < 2 or not _ANCHOR_VARIABLE.match(_node_variable(nodes[0])) \
             or not _ANSWER_VARIABLE.match(_node_variable(nodes[-1])):
         return line
@@ -270,14 +282,83 @@ def _reversed_link(link: str) -> str:
     return ("<" if link.endswith(">") else "") + body + (">" if link.startswith("<") else "")
 
 
-def action_response(turn, inline_filters: bool = False, answer_first: bool = False) -> str:
+# path probes (the CPU recipe's path_probes): a small model reads a relationship off the schema badly (the main
+# error of runs/demo27: 18% of held-out answers walked the gold's relationships), but copies well. So before a
+# turn whose answer walks from a named node, it asks the graph which relationship types lead there and copies
+# them. On runs/demo27's 58 held-out relationship openings the gold's types were among the probe's rows every
+# time, and the only row of their length 56 times.
+PROBE_HOPS = 2
+
+
+def _node_label(node: str) -> str:
+    m = re.match(r"\(\w*:(\w+)", node)
+    return m.group(1) if m else ""
+
+
+def _probed_chain(cypher: str) -> tuple[list[str], list[str]] | None:
+    """The answer-first chain of ``cypher``'s first line (``answer_first_paths``) when it is one a path probe
+    serves: from the answer node (``nK``, a label) through unnamed ``m_`` nodes to a named anchor (``a_nK`` with
+    its properties written in the pattern), 1 to ``PROBE_HOPS`` relationships of one type each."""
+    chain = _chain(_answer_first(cypher.split("\n", 1)[0]))
+    if chain is None:
+        return None
+    nodes, links = chain
+    if not 1 <= len(links) <= PROBE_HOPS or not _ANSWER_VARIABLE.match(_node_variable(nodes[0])) \
+            or not _ANCHOR_VARIABLE.match(_node_variable(nodes[-1])) or "{" not in nodes[-1] \
+            or not _node_label(nodes[0]) or not _node_label(nodes[-1]):
+        return None
+    if not all(re.fullmatch(r"<?-\[:\w+\]->?", link) for link in links) \
+            or not all(re.fullmatch(r"\(m_\w+:\w+\)", node) for node in nodes[1:-1]):
+        return None
+    return nodes, links
+
+
+def path_probe(cypher: str) -> str | None:
+    """The EXECUTE_CYPHER query a path probe runs before answering ``cypher`` (the gold), or None where its
+    first line is no path from a named node (``_probed_chain``): every distinct sequence of relationship types
+    on the paths of at most ``PROBE_HOPS`` from the answer's label to that node, each type after a colon as a
+    pattern writes it (``[":DEPLOYED_ON", ":OWNS"]``, so that a schema renaming renames it too)."""
+    chain = _probed_chain(cypher)
+    if chain is None:
+        return None
+    nodes, _ = chain
+    anchor = "(" + nodes[-1][1 + len(_node_variable(nodes[-1])):]  # the named node, without its variable
+    return (f"MATCH p = (:{_node_label(nodes[0])})-[*..{PROBE_HOPS}]-{anchor}\n"
+            f"RETURN DISTINCT [x IN relationships(p) | ':' + type(x)] AS path")
+
+
+def probed_answer(cypher: str) -> str:
+    """``cypher`` with its first line written as a path probe's row reads: from the answer node, the
+    relationship types in the probe's order, undirected, the unnamed nodes between without their labels
+    (``MATCH (n1:Cluster)-[:DEPLOYED_ON]-(m_n1)-[:OWNS]-(a_n1:Squad {name: 'Team Raegomaend'})``), so the
+    answer copies the row. A relationship between two nodes of one label keeps its direction (the probe
+    cannot tell which way a film is inspired by a film). ``cypher`` as it is where no probe serves it.
+    The caller checks that the result is the gold's (``action_conversations``)."""
+    chain = _probed_chain(cypher)
+    if chain is None:
+        return cypher
+    nodes, links = chain
+    labels = [_node_label(n) for n in nodes]
+    out = [nodes[0]]
+    for i, link in enumerate(links):
+        if labels[i] != labels[i + 1]:
+            link = "-" + link.strip("<>-") + "-"
+        node = nodes[i + 1]
+        out += [link, node if i + 1 == len(nodes) - 1 else f"({_node_variable(node)})"]
+    rest = cypher.split("\n", 1)[1:]
+    return "\n".join(["MATCH " + "".join(out)] + rest)
+
+
+def action_response(turn, inline_filters: bool = False, answer_first: bool = False, probed: bool = False) -> str:
     """The guided turn answered with the action alone, in the environment's plain grammar:
     ``SUBMIT_ANSWER <gold>``, its variables numbered by first appearance (``canonical_variables``), with
     ``inline_filters`` its string tests written in the node pattern (``inline_string_filters``) and with
-    ``answer_first`` its anchored paths written from the answer node (``answer_first_paths``). About half
+    ``answer_first`` its anchored paths written from the answer node (``answer_first_paths``), with ``probed``
+    its first path as a path probe's row reads (``probed_answer``). About half
     the paper response's tokens, and one action per turn to score."""
     gold = inline_string_filters(turn.gold_cypher) if inline_filters else turn.gold_cypher
     gold = answer_first_paths(gold) if answer_first else gold
+    gold = probed_answer(gold) if probed else gold
     return f"SUBMIT_ANSWER {canonical_variables(gold)}"
 
 
@@ -362,7 +443,8 @@ def _says(text: str, value: str) -> bool:
 
 def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, session: Session | None = None,
                          lookups: str = "typed", search_scope: str = "property",
-                         inline_filters: bool = False, answer_first: bool = False) -> list[list[dict[str, str]]]:
+                         inline_filters: bool = False, answer_first: bool = False,
+                         path_probes: bool = False) -> list[list[dict[str, str]]]:
     """The guided turn as the CPU recipe teaches it, one conversation per action: the turn prompt (from
     ``env.reset``); for each name the user typed in a form the graph does not store (a typo, part of the name,
     other case: ``Turn.typed_names``), ``SEARCH_VALUES`` with that text, answered by the environment's real
@@ -373,7 +455,11 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
     ``search_scope``: how (``search_action``); a graph-wide search whose closest values leave the stored one
     out falls back to the property's search, or is left out for a name the question says word for word (it is
     then a piece of text that the gold tests names with, ``STARTS WITH 'Kh'``, not a stored value).
-    ``inline_filters``, ``answer_first``: the answer's form (``action_response``)."""
+    ``inline_filters``, ``answer_first``: the answer's form (``action_response``). ``path_probes``: where the
+    answer walks from a named node and an action is left before it (guided turns have three), first the path
+    probe (``path_probe``: EXECUTE_CYPHER, answered by its real result), and the answer written as its row
+    reads (``probed_answer``), kept only where the probe shows the gold's types and the judge scores that
+    answer EX 1 against the gold; otherwise the turn goes without."""
     messages = turn_prompt(env, row)
     names = turn.typed_names
     if lookups != "typed":
@@ -395,8 +481,35 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
             raise InvariantError(f"SEARCH_VALUES {arguments} did not find {typed['stored']!r} on "
                                  f"{row['session']} turn {row['turn']}")
         messages = messages + [{"role": "assistant", "content": action}, {"role": "user", "content": observation}]
-    out.append(messages + [{"role": "assistant", "content": action_response(turn, inline_filters, answer_first)}])
+    probed = False
+    if path_probes:
+        if session is None:
+            raise RecipeError("path_probes needs the turn's session")
+        probed, probe_messages = _probe(env, session.world, turn, out, messages)
+        if probed:
+            out.append(probe_messages[:-1])
+            messages = probe_messages
+    out.append(messages + [{"role": "assistant",
+                            "content": action_response(turn, inline_filters, answer_first, probed=probed)}])
     return out
+
+
+def _probe(env: CypherTurnToolEnv, world: str, turn, done: list, messages: list[dict[str, str]]
+           ) -> tuple[bool, list[dict[str, str]]]:
+    """(whether the path probe serves ``turn``, the conversation with the probe and its observation)."""
+    from scoring.score import score_pair
+
+    gold = inline_string_filters(turn.gold_cypher)
+    query = path_probe(gold)
+    if query is None or len(done) + 2 > GUIDED_CAP:  # the probe and the answer must both fit
+        return False, messages
+    _, links = _probed_chain(gold)
+    row = json.dumps([":" + re.search(r":(\w+)", link).group(1) for link in links], ensure_ascii=False)
+    action = "EXECUTE_CYPHER " + query
+    observation = env.execute_cypher(query)
+    if row not in observation.split("\n") or score_pair(world, gold, probed_answer(gold), with_psjs=False)["ex"] != 1:
+        return False, messages
+    return True, messages + [{"role": "assistant", "content": action}, {"role": "user", "content": observation}]
 
 
 SFT_FORMATS = ("guided_tools", "agentic_tools", "paper", "guided_action")
@@ -414,7 +527,8 @@ def check_lookups(lookups: str | None, search_scope: str) -> None:
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
                  turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
                  progress: bool = False, lookups: str = "typed", search_scope: str = "property",
-                 inline_filters: bool = False, answer_first: bool = False) -> list[dict[str, Any]]:
+                 inline_filters: bool = False, answer_first: bool = False,
+                 path_probes: bool = False) -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "world", "turn"}`` for every turn of ``sessions`` in each
     format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
     in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
@@ -422,7 +536,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
     example for each name the user typed as the graph does not store it (``action_conversations``: such a turn
     gives several rows; ``lookups="new_names"``: also before each name the question says for the first time,
     ``names_to_look_up``; ``inline_filters``: string tests written in the node pattern, ``inline_string_filters``;
-    ``answer_first``: anchored paths written from the answer node, ``answer_first_paths``).
+    ``answer_first``: anchored paths written from the answer node, ``answer_first_paths``; ``path_probes``: a path
+    probe before an answer that walks from a named node, ``path_probe``).
     ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
@@ -444,7 +559,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
             if fmt == "guided_action":
                 conversations = action_conversations(env, row, turn, session=by_id[row["session"]], lookups=lookups,
                                                      search_scope=search_scope, inline_filters=inline_filters,
-                                                     answer_first=answer_first)
+                                                     answer_first=answer_first, path_probes=path_probes)
             elif fmt == "paper":
                 conversations = [paper_conversation(env, row, turn)]
             else:
@@ -472,17 +587,19 @@ def split_sessions(sessions: list[Session], holdout_fraction: float) -> tuple[li
 
 def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
               turns: Iterable[int] | None = None, env_timeout: float = 30.0, lookups: str | None = None,
-              search_scope: str = "property") -> list[dict[str, Any]]:
+              search_scope: str = "property", path_probes: bool = False) -> list[dict[str, Any]]:
     """GRPO training rows. ``multi_turn``: ``make_training_rows(..., with_gold=True)`` (the environment
     fills the turn prompt at ``reset``; gold columns reach only the reward functions). ``single_turn``:
     the same rows with the guided turn prompt already in the user message (no environment in the loop;
     the paper's rewards and the execution rewards score the tagged response); with ``lookups``, the prompt
     goes on with the SEARCH_VALUES actions and real observations that ``action_conversations`` puts before
-    a guided_action answer, so that the completion is the answer."""
+    a guided_action answer, so that the completion is the answer (with ``path_probes``, the path probe too)."""
     if mode not in ("multi_turn", "single_turn"):
         raise RecipeError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
     if lookups is not None and mode != "single_turn":
         raise RecipeError("lookups belong in single_turn prompts (a multi_turn rollout makes its own)")
+    if path_probes and lookups is None:
+        raise RecipeError("path_probes go on the single_turn prompt after the lookups: set lookups")
     check_lookups(lookups, search_scope)
     rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns, with_gold=True)
     if mode == "single_turn":
@@ -494,6 +611,7 @@ def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
                 continue
             session = by_id[row["session"]]
             answer = action_conversations(env, row, session.turns[int(row["turn"])], session=session,
-                                          lookups=lookups, search_scope=search_scope)[-1]
+                                          lookups=lookups, search_scope=search_scope,
+                                          path_probes=path_probes)[-1]
             row["prompt"] = answer[:-1]  # everything before the answer it teaches
     return rows

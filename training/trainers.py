@@ -291,7 +291,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
                             chat_tools=chat_format == "tools", env_timeout=args.env_timeout,
                             progress=state.is_main_process, lookups=args.lookups,
                             search_scope=args.search_scope, inline_filters=args.inline_filters,
-                            answer_first=args.answer_first)
+                            answer_first=args.answer_first, path_probes=args.path_probes)
     everything = examples
     examples = (_take_sessions if args.share_prefixes else _take)(examples, args, training_args.seed)
     openings = _other_openings(everything, examples) if args.all_openings else []
@@ -333,7 +333,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
                  renamed=sum("renaming" in e for e in examples + openings) if args.rename_schema else None,
                  lookups=args.lookups, search_scope=args.search_scope,
                  inline_filters=args.inline_filters, answer_first=args.answer_first,
-                 share_prefixes=packing_info)
+                 path_probes=args.path_probes, share_prefixes=packing_info)
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config, **extra,
                          callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
@@ -474,7 +474,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
     _cpu_precision(training_args)
     train, held = split_sessions(load_sessions(args), args.holdout_fraction)
     rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout,
-                           lookups=args.lookups, search_scope=args.search_scope), args, training_args.seed)
+                           lookups=args.lookups, search_scope=args.search_scope, path_probes=args.path_probes),
+                 args, training_args.seed)
     if not rows:
         raise InputError("no GRPO rows: the training sessions are empty")
     dataset = Dataset.from_list(rows)
