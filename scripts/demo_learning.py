@@ -557,6 +557,9 @@ def _lookup_line(marker: dict) -> str:
         how += " (a string test written in the node pattern, as the lookup shows it)"
     if marker.get("answer_first"):
         how += "; a path to a named node is written from the answer, the named node last"
+    if marker.get("path_probes"):
+        how += ("; before such a path, EXECUTE_CYPHER a path probe lists the relationship types that lead from the "
+                "answer's label to the named node, and the answer copies one row")
     return f"{which}: {how}"
 
 

@@ -8,7 +8,9 @@
   environment's grammar reads that response as a SUBMIT_ANSWER, so such a model is scored as is.
 - The action format (``guided_action``, the CPU recipe's): the guided turn prompt answered with the action
   in the environment's plain grammar, ``SUBMIT_ANSWER <gold>``; a name the user typed as the graph does not
-  store it is first looked up with ``SEARCH_VALUES`` (one row per action, ``action_conversations``).
+  store it is first looked up with ``SEARCH_VALUES`` (one row per action, ``action_conversations``); with path
+  probes, an answer that walks from a named node is preceded by an ``EXECUTE_CYPHER`` that lists the
+  relationship types leading there (``path_probe``), and copies one (``probed_answer``).
 
 ``oracle_tool_conversation`` plays one training row with the oracle through the TRL adapter itself,
 so every tool result in the conversation is the real one from Neo4j; the conversation is in the
