@@ -90,6 +90,11 @@ PERSONAS = ("journalist", "student", "product_manager", "novice_user", "data_ana
 TECHNICAL_PERSONAS = frozenset({"data_analyst"})  # may name schema identifiers in utterances
 
 
+# the chain modes that answer about the prior set without changing it (DESIGN §5: an aggregation turn leaves the
+# active entity set unchanged)
+AGGREGATION_MODES = frozenset({"aggregate", "agg_numeric"})
+
+
 def is_chain_dependent(chain_mode: str) -> bool:
     """Whether a turn of this chain mode builds on an earlier turn's result set: every mode but the
     opening's (``none``) and a topic shift's. The one rule; turn records carry ``chain_mode`` too."""
@@ -203,6 +208,21 @@ class Session:
         """The session as one Arrow-safe row: ``id, world, persona, num_turns`` and ``turns`` (``Turn.to_row``)."""
         return {"id": self.id, "world": self.world, "persona": self.persona, "num_turns": len(self.turns),
                 "turns": [t.to_row(where=f"session {self.id} turn {t.index}") for t in self.turns]}
+
+    def chain_depth(self, index: int) -> int:
+        """How many steps turn ``index``'s gold takes on top of a fresh query: 0 for an opening or a topic shift;
+        for any other turn, one more than the depth of the set it builds on. An aggregation leaves its set as it
+        was (DESIGN §5), so a turn that builds on an aggregation builds on that turn's own set: "how many of
+        those?" after "which of those are critical?" after an opening is depth 2, and so is the turn after it
+        that narrows the critical ones again."""
+        def set_depth(i: int) -> int:
+            turn = self.turns[i]
+            if not turn.chain_dependent or turn.depends_on is None:
+                return 0
+            return set_depth(turn.depends_on) + (0 if turn.chain_mode in AGGREGATION_MODES else 1)
+
+        turn = self.turns[index]
+        return set_depth(index) + (1 if turn.chain_mode in AGGREGATION_MODES and turn.depends_on is not None else 0)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Session":

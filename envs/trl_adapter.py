@@ -331,8 +331,10 @@ GOLD_COLUMNS = ("gold_cypher", "gold_columns", "gold_rows_json", "gold_key_value
 
 
 def make_training_rows(sessions: Iterable[Session], protocol: str = "guided", *, variant: str | None = None,
-                       turns: Iterable[int] | None = None, with_gold: bool = False) -> list[dict[str, Any]]:
-    """One row per turn (or per turn index in ``turns``) of every session: ``prompt`` (the system
+                       turns: Iterable[int] | None = None, max_chain_depth: int | None = None,
+                       with_gold: bool = False) -> list[dict[str, Any]]:
+    """One row per turn (or per turn index in ``turns``, and of at most ``max_chain_depth`` steps on top of a
+    fresh query, ``Session.chain_depth``) of every session: ``prompt`` (the system
     prompt and an empty user message that ``reset`` fills with the turn prompt), ``world``,
     ``session``, ``turn``, ``protocol``. ``with_gold`` adds the columns that the reward functions of
     ``rewards`` read (``GOLD_COLUMNS``, encoded as ``Turn.to_row`` encodes them: ``gold_rows_json``
@@ -340,11 +342,15 @@ def make_training_rows(sessions: Iterable[Session], protocol: str = "guided", *,
     and to ``reset``, which ignores them; the model never sees them."""
     if protocol not in PROTOCOLS:
         raise InputError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    if max_chain_depth is not None and max_chain_depth < 0:
+        raise InputError(f"max_chain_depth must be 0 or more, got {max_chain_depth}")
     wanted = None if turns is None else set(turns)
     rows = []
     for s in sessions:
         for t in s.turns:
             if wanted is not None and t.index not in wanted:
+                continue
+            if max_chain_depth is not None and s.chain_depth(t.index) > max_chain_depth:
                 continue
             row: dict[str, Any] = {"prompt": [system_message(protocol, variant), {"role": "user", "content": ""}],
                                    "world": s.world, "session": s.id, "turn": t.index, "protocol": protocol}

@@ -21,8 +21,8 @@ stage that ran is kept in ``OUT/timings.json``):
    base model on at most ``--base-limit`` of them, 1 by default; ``--base-from RUN`` takes its evaluations from an
    earlier demonstration that scored the same sessions with the same settings, as a recipe change leaves them);
 5. report: ``OUT/results.md`` and ``OUT/results.json``: EX strict and relaxed with 95% intervals (sessions
-   resampled), EX on opening and later turns and by turn position, PSJS, the share of valid actions, the share
-   of answers naming only the schema's labels, relationship types and property keys,
+   resampled), EX on opening and later turns, by turn position and by chain depth, PSJS, the share of valid
+   actions, the share of answers naming only the schema's labels, relationship types and property keys,
    paired bootstrap tests between stages, training figures, and ``OUT/training_curves.png``;
 6. ``--ship DIR``: the final adapter (GRPO, else SFT; ``--ship-stage sft``: SFT's) with a model card holding
    the results (``--card-recipe FILE``: its Recipe section, for an adapter several runs made).
@@ -51,7 +51,7 @@ SFT_RECIPE = "configs/smollm2-135m_sft.yaml"
 GRPO_RECIPE = "configs/smollm2-135m_grpo.yaml"
 # --toy: the same stages at a size a test runs in minutes (2-layer random model, a few examples and turns)
 TOY_MODEL = "tiny-llama"
-TOY_SFT = ["--max_examples", "6", "--lora_layers", "1"]
+TOY_SFT = ["--max_examples", "6", "--all_openings", "false", "--lora_layers", "1"]
 TOY_GRPO = ["--max_examples", "2", "--max_steps", "2", "--num_generations", "2", "--per_device_train_batch_size", "2",
             "--max_completion_length", "8"]
 
@@ -272,6 +272,23 @@ def _position(records: list[dict]) -> dict[str, dict]:
     return {("6+" if k == 6 else str(k)): {"turns": g["n"], "ex": g["mean"]} for k, g in groups.items()}
 
 
+DEPTHS = ("0", "1", "2", "3+")
+
+
+def _chain_depths(sessions: Path) -> dict[tuple[str, int], int]:
+    """(session id, turn index) -> the turn's chain depth (``Session.chain_depth``: 0 for an opening or a topic
+    shift, one more for each step its gold takes on top of that fresh query)."""
+    return {(s.id, t.index): s.chain_depth(t.index) for s in read_sessions(sessions) for t in s.turns}
+
+
+def _by_depth(records: list[dict], depths: dict[tuple[str, int], int]) -> dict[str, dict]:
+    """EX by chain depth (``scoring.metrics.breakdown``): 0, 1, 2, then 3 and deeper together."""
+    from scoring.metrics.breakdown import breakdown
+
+    groups = breakdown(records, by=lambda r: min(depths[(r["session_id"], int(r["turn_index"]))], 3))["groups"]
+    return {("3+" if k == 3 else str(k)): {"turns": g["n"], "ex": g["mean"]} for k, g in groups.items()}
+
+
 def _in_schema(record: dict) -> bool | None:
     """Whether the turn's prediction names only labels, relationship types and property keys that the
     world's schema has (None without a prediction): how far the model reads the schema instead of writing
@@ -325,7 +342,7 @@ def _gold_parts_share(records: list[dict]) -> dict[str, float | None]:
             "values": sum(g[1] <= p[1] for p, g in pairs) / len(pairs)}
 
 
-def summarize_run(run: Path) -> dict:
+def summarize_run(run: Path, depths: dict[tuple[str, int], int] | None = None) -> dict:
     from scoring.summary import fill_psjs
 
     records = _records(run)
@@ -340,7 +357,8 @@ def summarize_run(run: Path) -> dict:
             "psjs": sum(psjs) / len(psjs) if psjs else None, "valid_actions": _valid_share(scored),
             "submitted": sum(bool(r.get("submitted")) for r in scored) / len(scored) if scored else None,
             "in_schema": _schema_share(scored), "gold_parts": _gold_parts_share(scored),
-            "by_position": _position(scored), "_records": scored,
+            "by_position": _position(scored), "by_depth": _by_depth(scored, depths) if depths else None,
+            "_records": scored,
             "same_weights_as": (run / "same_weights_as").read_text().strip() if (run / "same_weights_as").is_file() else None}
 
 
@@ -412,14 +430,18 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     position_lines = ["", "EX by turn position (turns in brackets):", "",
                       "| split | model | " + " | ".join(["1", "2", "3", "4", "5", "6+"]) + " |", "|---|---|" + "---|" * 6]
+    depth_lines = ["", "EX by chain depth, the steps a turn's gold takes on top of a fresh query (0: openings and topic "
+                   "shifts; 1: a first follow-up, \"how many of those?\"; turns in brackets):", "",
+                   "| split | model | " + " | ".join(DEPTHS) + " |", "|---|---|" + "---|" * len(DEPTHS)]
     recs: dict = {}
     notes: list[str] = []
     for split in datasets:
+        depths = _chain_depths(datasets[split])
         for name in MODELS:
             run = out / "eval" / f"{name}-{split}"
             if not (run / "trajectories.jsonl").is_file():
                 continue
-            s = summarize_run(run)
+            s = summarize_run(run, depths)
             recs[(split, name)] = s.pop("_records")
             results["splits"].setdefault(split, {})[name] = s
             num = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
@@ -435,7 +457,10 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
             position_lines.append(f"| {split} | {name} | " + " | ".join(
                 f"{pos[k]['ex']:.2f} ({pos[k]['turns']})" if k in pos else "-" for k in ("1", "2", "3", "4", "5", "6+"))
                 + " |")
-    lines += notes + position_lines + ["", "Paired bootstrap tests (sessions resampled; B - A over the turns both scored):", ""]
+            by_depth = s["by_depth"]
+            depth_lines.append(f"| {split} | {name} | " + " | ".join(
+                f"{by_depth[k]['ex']:.2f} ({by_depth[k]['turns']})" if k in by_depth else "-" for k in DEPTHS) + " |")
+    lines += notes + position_lines + depth_lines + ["", "Paired bootstrap tests (sessions resampled; B - A over the turns both scored):", ""]
     for split in datasets:
         for a, b in (("base", "sft"), ("sft", "grpo"), ("base", "grpo")):
             if (split, a) in recs and (split, b) in recs:

@@ -50,6 +50,8 @@ def test_every_stage_runs_and_the_report_compares_the_three_models(demo):
                 assert ex["low"] <= ex["mean"] <= ex["high"]
             assert 0 <= m["valid_actions"] <= 1 and m["psjs"] is not None
             assert sum(p["turns"] for p in m["by_position"].values()) == m["turns"]
+            assert sum(d["turns"] for d in m["by_depth"].values()) == m["turns"]
+            assert set(m["by_depth"]) <= {"0", "1", "2", "3+"} and "0" in m["by_depth"]  # turn 1 is depth 0
         assert {"sft-base:ex", "grpo-sft:ex", "grpo-base:ex"} <= set(results["paired"][split])
     # the held-out sessions are the SFT checkpoint's, and come from the training worlds
     held = {json.loads(line)["id"] for line in (out / "heldout" / "sessions.jsonl").read_text().splitlines()}
@@ -69,6 +71,7 @@ def test_every_stage_runs_and_the_report_compares_the_three_models(demo):
     else:
         assert "eval grpo" in timed
     assert "EX by turn position" in (out / "results.md").read_text() and "EX by turn position" in proc.stdout
+    assert "EX by chain depth" in (out / "results.md").read_text()
 
 
 def test_the_shipped_adapter_is_the_grpo_checkpoint_with_a_model_card(demo):

@@ -230,6 +230,34 @@ def test_rows_dataset_and_reward_function(train):
         env_reward(prompts=[], completions=[])
 
 
+def test_chain_depth_counts_the_steps_on_top_of_a_fresh_query():
+    from benchmark.session import Session, Turn
+
+    def turn(index, mode, depends_on):
+        return Turn(index=index, utterance=f"q{index}", gold_cypher="RETURN 1 AS x", gold_columns=["x"],
+                    gold_rows=[[1]], phenomenon="OPENING", chain_mode=mode, depends_on=depends_on)
+
+    modes = [("none", None), ("aggregate", 0), ("narrow", 0), ("agg_numeric", 2), ("contrast", 3),
+             ("topic_shift", None), ("expand", 5), ("pivot", 6)]
+    session = Session("w-0001", "w", "student", [turn(i, m, d) for i, (m, d) in enumerate(modes)])
+    # an aggregation adds a step to its own answer, not to the set it leaves unchanged (turn 4 narrows the set
+    # of turn 2 through the count of turn 3)
+    assert [session.chain_depth(i) for i in range(len(modes))] == [0, 1, 1, 2, 2, 0, 1, 2]
+
+
+def test_rows_by_chain_depth(train):
+    _, sessions = train
+    rows = make_training_rows(sessions, "guided", max_chain_depth=1)
+    kept = {(r["session"], r["turn"]) for r in rows}
+    every = [(s, t) for s in sessions for t in s.turns]
+    assert kept == {(s.id, t.index) for s, t in every if s.chain_depth(t.index) <= 1}
+    assert {(s.id, 0) for s in sessions} <= kept < {(s.id, t.index) for s, t in every}  # openings stay; some go
+    assert all(not t.chain_dependent for s, t in every if (s.id, t.index) in
+               {(r["session"], r["turn"]) for r in make_training_rows(sessions, "guided", max_chain_depth=0)})
+    with pytest.raises(ValueError, match="max_chain_depth"):
+        make_training_rows(sessions, "guided", max_chain_depth=-1)
+
+
 def test_oracle_tool_conversation_renders_with_the_tool_schemas(train):
     _, sessions = train
     env = CypherTurnToolEnv(sessions=sessions)

@@ -37,6 +37,10 @@ class CypherTurnDataArguments:
     max_examples: int | None = field(default=None, metadata={
         "help": "use at most this many examples (after shuffling with the training seed): smoke runs"})
     turns: list[int] | None = field(default=None, metadata={"help": "only these turn indexes (0-based)"})
+    max_chain_depth: int | None = field(default=None, metadata={
+        "help": "only turns whose gold takes at most this many steps on top of a fresh query (benchmark.session "
+                "Session.chain_depth): 0, the openings and topic shifts; 1, also each first follow-up of one "
+                "(\"how many of those?\", \"keep the critical ones\"); default: every turn"})
     env_timeout: float = field(default=10.0, metadata={"help": "per-query time limit of the environment, seconds"})
     budget_multiplier: int = field(default=3, metadata={"help": "agentic budget m (B = T x m)"})
     lora_layers: int | None = field(default=None, metadata={

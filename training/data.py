@@ -528,13 +528,13 @@ def check_lookups(lookups: str | None, search_scope: str) -> None:
 
 
 def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tools",), *, verify: bool = True,
-                 turns: Iterable[int] | None = None, chat_tools: bool = True, env_timeout: float = 30.0,
-                 progress: bool = False, lookups: str = "typed", search_scope: str = "property",
-                 inline_filters: bool = False, answer_first: bool = False,
+                 turns: Iterable[int] | None = None, max_chain_depth: int | None = None, chat_tools: bool = True,
+                 env_timeout: float = 30.0, progress: bool = False, lookups: str = "typed",
+                 search_scope: str = "property", inline_filters: bool = False, answer_first: bool = False,
                  path_probes: bool = False) -> list[dict[str, Any]]:
-    """SFT rows ``{"messages", "tools", "format", "session", "world", "turn"}`` for every turn of ``sessions`` in each
-    format (module docstring): ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation
-    in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
+    """SFT rows ``{"messages", "tools", "format", "session", "world", "turn"}`` for every turn of ``sessions`` (or
+    those ``turns`` and ``max_chain_depth`` keep: ``make_training_rows``) in each format (module docstring):
+    ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
     ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``, after a SEARCH_VALUES
     example for each name the user typed as the graph does not store it (``action_conversations``: such a turn
     gives several rows; ``lookups="new_names"``: also before each name the question says for the first time,
@@ -556,7 +556,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
     for fmt in formats:
         protocol = "agentic" if fmt == "agentic_tools" else "guided"
         env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol=protocol, timeout=env_timeout))
-        rows = make_training_rows(sessions, protocol, turns=wanted)
+        rows = make_training_rows(sessions, protocol, turns=wanted, max_chain_depth=max_chain_depth)
         for row in tqdm(rows, desc=f"SFT data ({fmt})", unit="turn", disable=not progress):
             turn = by_id[row["session"]].turns[int(row["turn"])]
             if fmt == "guided_action":
@@ -589,8 +589,9 @@ def split_sessions(sessions: list[Session], holdout_fraction: float) -> tuple[li
 
 
 def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
-              turns: Iterable[int] | None = None, env_timeout: float = 30.0, lookups: str | None = None,
-              search_scope: str = "property", path_probes: bool = False) -> list[dict[str, Any]]:
+              turns: Iterable[int] | None = None, max_chain_depth: int | None = None, env_timeout: float = 30.0,
+              lookups: str | None = None, search_scope: str = "property",
+              path_probes: bool = False) -> list[dict[str, Any]]:
     """GRPO training rows. ``multi_turn``: ``make_training_rows(..., with_gold=True)`` (the environment
     fills the turn prompt at ``reset``; gold columns reach only the reward functions). ``single_turn``:
     the same rows with the guided turn prompt already in the user message (no environment in the loop;
@@ -604,7 +605,8 @@ def grpo_rows(sessions: list[Session], mode: str, protocol: str = "guided", *,
     if path_probes and lookups is None:
         raise RecipeError("path_probes go on the single_turn prompt after the lookups: set lookups")
     check_lookups(lookups, search_scope)
-    rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns, with_gold=True)
+    rows = make_training_rows(sessions, protocol if mode == "multi_turn" else "guided", turns=turns,
+                              max_chain_depth=max_chain_depth, with_gold=True)
     if mode == "single_turn":
         env = CypherTurnToolEnv(sessions=sessions, config=EnvConfig(protocol="guided", timeout=env_timeout))
         by_id = {s.id: s for s in sessions}

@@ -257,7 +257,8 @@ def _info(stage: str, base: str, chat_format: str, args: CypherTurnDataArguments
     return {"stage": stage, "base_model": base, "chat_format": chat_format, "dataset": args.dataset,
             "build_sessions": None if args.dataset else args.build_sessions,
             "build_seed": None if args.dataset else args.build_seed,
-            "holdout_fraction": args.holdout_fraction, "heldout_sessions": sorted(s.id for s in held), **extra}
+            "holdout_fraction": args.holdout_fraction, "turns": args.turns, "max_chain_depth": args.max_chain_depth,
+            "heldout_sessions": sorted(s.id for s in held), **extra}
 
 
 # -- SFT --------------------------------------------------------------------------------------------------
@@ -288,6 +289,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
     train, held = split_sessions(load_sessions(args), args.holdout_fraction)
     state = PartialState()
     examples = sft_examples(train, args.formats, verify=args.verify, turns=args.turns,
+                            max_chain_depth=args.max_chain_depth,
                             chat_tools=chat_format == "tools", env_timeout=args.env_timeout,
                             progress=state.is_main_process, lookups=args.lookups,
                             search_scope=args.search_scope, inline_filters=args.inline_filters,
@@ -473,7 +475,8 @@ def run_grpo(args: CypherTurnGRPOArguments, training_args, model_args) -> Path:
         args.reward_specs(), multi_turn=multi, recipe_weights=training_args.reward_weights)
     _cpu_precision(training_args)
     train, held = split_sessions(load_sessions(args), args.holdout_fraction)
-    rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, env_timeout=args.env_timeout,
+    rows = _take(grpo_rows(train, args.mode, args.protocol, turns=args.turns, max_chain_depth=args.max_chain_depth,
+                           env_timeout=args.env_timeout,
                            lookups=args.lookups, search_scope=args.search_scope, path_probes=args.path_probes),
                  args, training_args.seed)
     if not rows:
