@@ -594,8 +594,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-dir", help="an existing training build (default: OUT/train, built)")
     p.add_argument("--test-dir", help="an existing benchmark-world build (default: OUT/test, built)")
     p.add_argument("--train-sessions", type=int, default=800,
-                   help="training build size; the SFT recipe trains on the openings of its non-held-out sessions "
-                        "(800: 720 of them; 900 in runs/demo25, cut with the evaluation to fit 100 minutes)")
+                   help="training build size; the SFT recipe trains on its non-held-out sessions (800: 720 of them; "
+                        "900 in runs/demo25, cut with the evaluation to fit 100 minutes): the openings, and the "
+                        "shallow later turns of some (configs/smollm2-135m_sft.yaml)")
     p.add_argument("--test-sessions", type=int, default=14, help="2 per benchmark world")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--limit", type=int, default=11,
