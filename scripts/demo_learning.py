@@ -457,7 +457,7 @@ def report(out: Path, datasets: dict[str, Path], sft: Path, grpo: Path) -> dict:
             position_lines.append(f"| {split} | {name} | " + " | ".join(
                 f"{pos[k]['ex']:.2f} ({pos[k]['turns']})" if k in pos else "-" for k in ("1", "2", "3", "4", "5", "6+"))
                 + " |")
-            by_depth = s["by_depth"]
+            by_depth = s["by_depth"] or {}
             depth_lines.append(f"| {split} | {name} | " + " | ".join(
                 f"{by_depth[k]['ex']:.2f} ({by_depth[k]['turns']})" if k in by_depth else "-" for k in DEPTHS) + " |")
     lines += notes + position_lines + depth_lines + ["", "Paired bootstrap tests (sessions resampled; B - A over the turns both scored):", ""]
