@@ -222,7 +222,9 @@ class Session:
             return set_depth(turn.depends_on) + (0 if turn.chain_mode in AGGREGATION_MODES else 1)
 
         turn = self.turns[index]
-        return set_depth(index) + (1 if turn.chain_mode in AGGREGATION_MODES and turn.depends_on is not None else 0)
+        if not turn.chain_dependent or turn.depends_on is None:
+            return 0
+        return set_depth(turn.depends_on) + 1
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Session":

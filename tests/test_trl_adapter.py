@@ -252,8 +252,8 @@ def test_rows_by_chain_depth(train):
     every = [(s, t) for s in sessions for t in s.turns]
     assert kept == {(s.id, t.index) for s, t in every if s.chain_depth(t.index) <= 1}
     assert {(s.id, 0) for s in sessions} <= kept < {(s.id, t.index) for s, t in every}  # openings stay; some go
-    assert all(not t.chain_dependent for s, t in every if (s.id, t.index) in
-               {(r["session"], r["turn"]) for r in make_training_rows(sessions, "guided", max_chain_depth=0)})
+    fresh = {(r["session"], r["turn"]) for r in make_training_rows(sessions, "guided", max_chain_depth=0)}
+    assert all(not t.chain_dependent for s, t in every if (s.id, t.index) in fresh)
     with pytest.raises(ValueError, match="max_chain_depth"):
         make_training_rows(sessions, "guided", max_chain_depth=-1)
 

@@ -534,7 +534,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
                  path_probes: bool = False) -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "world", "turn"}`` for every turn of ``sessions`` (or
     those ``turns`` and ``max_chain_depth`` keep: ``make_training_rows``) in each format (module docstring):
-    ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation in that protocol; ``paper``, the guided turn prompt answered in the GRPO paper's tagged format;
+    ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation in that protocol; ``paper``, the
+    guided turn prompt answered in the GRPO paper's tagged format;
     ``guided_action``, the guided turn prompt answered with ``SUBMIT_ANSWER <gold>``, after a SEARCH_VALUES
     example for each name the user typed as the graph does not store it (``action_conversations``: such a turn
     gives several rows; ``lookups="new_names"``: also before each name the question says for the first time,
