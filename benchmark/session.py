@@ -226,6 +226,19 @@ class Session:
             return 0
         return set_depth(turn.depends_on) + 1
 
+    def set_turn(self, index: int) -> int | None:
+        """The earlier turn whose result is the set turn ``index`` builds on: None for an opening or a topic shift;
+        otherwise the turn it depends on, or, where that turn is an aggregation (which leaves its set as it was,
+        DESIGN §5), the turn whose set that one counts, and so on back. Its gold is the query a follow-up's gold
+        takes further: "how many of those?" after "which of those are critical?" builds on the second's set."""
+        turn = self.turns[index]
+        if not turn.chain_dependent or turn.depends_on is None:
+            return None
+        source = turn.depends_on
+        while self.turns[source].chain_mode in AGGREGATION_MODES and self.turns[source].depends_on is not None:
+            source = self.turns[source].depends_on
+        return source
+
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Session":
         """The session a ``to_row`` row holds (``num_turns`` is derived, so it is not read back)."""

@@ -585,6 +585,9 @@ def _lookup_line(marker: dict) -> str:
     if marker.get("path_probes"):
         how += ("; before such a path, EXECUTE_CYPHER a path probe lists the relationship types that lead from the "
                 "answer's label to the named node, and the answer copies one row")
+    if marker.get("set_recall"):
+        how += ("; a follow-up first runs again, EXECUTE_CYPHER, the answer that built the set it builds on, and "
+                "the answer takes that query one step further")
     return f"{which}: {how}"
 
 

@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     examples = sft_examples(sessions, ("guided_action",), chat_tools=False, lookups=marker.get("lookups", "typed"),
                             search_scope=marker.get("search_scope", "property"),
                             inline_filters=marker.get("inline_filters", False),
-                            answer_first=marker.get("answer_first", False))
+                            answer_first=marker.get("answer_first", False),
+                            path_probes=marker.get("path_probes", False), set_recall=marker.get("set_recall", False))
     tok = load_tokenizer(str(adapter))
     model = PeftModel.from_pretrained(load_causal_lm(base, dtype=torch.float32), str(adapter)).merge_and_unload()
     model.eval()

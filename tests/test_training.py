@@ -532,6 +532,45 @@ def test_path_probes_on_the_real_graph_show_the_gold_types_and_the_answer_copies
         grpo_rows(chosen, "single_turn", turns=[0], path_probes=True)
 
 
+def test_set_recall_runs_the_set_a_follow_up_builds_on_before_its_answer(sessions):
+    """set_recall: a follow-up first runs again, on the real Neo4j, the answer that built the set it builds on
+    (the judge scores it EX 1 against that turn's gold) and sees its real rows; its answer follows within the
+    guided turn's three actions; an opening or a topic shift runs nothing; without the option nothing runs."""
+    from envs.actions import EXECUTE, SUBMIT, parse_action
+    from envs.prompts import GUIDED_CAP
+    from scoring.judge import shared_judge
+    from training.data import sft_examples
+
+    by_id = {s.id: s for s in sessions}
+    options = dict(chat_tools=False, lookups="unseen", search_scope="graph", inline_filters=True, answer_first=True)
+    examples = sft_examples(sessions, ["guided_action"], set_recall=True, **options)
+    judge = shared_judge()
+    recalled = 0
+    for e in examples:
+        actions = [parse_action(m["content"]) for m in e["messages"][2:] if m["role"] == "assistant"]
+        assert len(actions) <= GUIDED_CAP
+        if actions[-1].type != SUBMIT:
+            continue
+        session = by_id[e["session"]]
+        source = session.set_turn(e["turn"])
+        runs = [a for a in actions if a.type == EXECUTE]
+        if source is None:
+            assert not runs
+            continue
+        if len(actions) == GUIDED_CAP and not runs:  # two lookups took the actions a recall needs
+            continue
+        assert actions[0].type == EXECUTE and len(runs) == 1
+        recalled += 1
+        assert judge.judge(session.world, session.turns[source].gold_cypher, runs[0].argument).ex == 1
+        observation = e["messages"][3]["content"]
+        assert observation.startswith("[Query Result]")
+        assert observation.split("\n")[2].split(" | ")[0] in {str(r[0]) for r in session.turns[source].gold_rows}
+        assert judge.judge(session.world, session.turns[e["turn"]].gold_cypher, actions[-1].argument).ex == 1
+    assert recalled >= 3
+    plain = sft_examples(sessions, ["guided_action"], **options)
+    assert not any(m["content"].startswith("EXECUTE_CYPHER") for e in plain for m in e["messages"])
+
+
 def test_lora_layers_puts_the_adapter_on_the_top_layers_only():
     from peft import get_peft_model
     from trl import ModelConfig, get_peft_config

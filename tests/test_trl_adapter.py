@@ -243,6 +243,8 @@ def test_chain_depth_counts_the_steps_on_top_of_a_fresh_query():
     # an aggregation adds a step to its own answer, not to the set it leaves unchanged (turn 4 narrows the set
     # of turn 2 through the count of turn 3)
     assert [session.chain_depth(i) for i in range(len(modes))] == [0, 1, 1, 2, 2, 0, 1, 2]
+    # the set each builds on: turn 4 narrows turn 2's set, counted by turn 3; a fresh query builds on none
+    assert [session.set_turn(i) for i in range(len(modes))] == [None, 0, 0, 2, 2, None, 5, 6]
 
 
 def test_rows_by_chain_depth(train):

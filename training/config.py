@@ -91,6 +91,11 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
                 "from the answer's label to that node, answered by its real result; the answer then copies a row, "
                 "MATCH (n1:Cluster)-[:DEPLOYED_ON]-(m_n1)-[:OWNS]-(a_n1:Squad {name: '...'}) (training/data.py "
                 "path_probe): a small model copies a relationship far better than it reads one off the schema"})
+    set_recall: bool = field(default=False, metadata={
+        "help": "guided_action: a turn that builds on an earlier set (a follow-up; Session.set_turn) first runs "
+                "again, EXECUTE_CYPHER, the answer that built that set, answered by its real result, then answers "
+                "by taking that query one step further (training/data.py recall_action). Left out where the "
+                "turn's lookups take the actions it needs"})
     share_prefixes: bool = field(default=False, metadata={
         "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "
                 "(system, schema, conversation so far) is computed once, about 4x fewer tokens on guided_action. "

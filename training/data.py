@@ -365,6 +365,19 @@ def action_response(turn, inline_filters: bool = False, answer_first: bool = Fal
     return f"SUBMIT_ANSWER {canonical_variables(gold)}"
 
 
+def recall_action(session: Session, index: int, inline_filters: bool = False, answer_first: bool = False
+                  ) -> str | None:
+    """``EXECUTE_CYPHER <query>``: the answer of the turn whose set turn ``index`` builds on
+    (``Session.set_turn``), in the form ``action_response`` teaches; None for an opening or a topic shift.
+    A small model that answers a follow-up writes the earlier set again and leaves the new step out (runs/demo30:
+    1 of 33 first follow-ups right); run first, the earlier answer stands in the turn as a query that the
+    answer then takes one step further, and its rows show the set the user means."""
+    source = session.set_turn(index)
+    if source is None:
+        return None
+    return "EXECUTE_CYPHER " + action_response(session.turns[source], inline_filters, answer_first).split(" ", 1)[1]
+
+
 # guided turns have 3 actions: at most this many go to value lookups, one stays for the answer
 MAX_SEARCHES = 2
 
@@ -447,7 +460,7 @@ def _says(text: str, value: str) -> bool:
 def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, session: Session | None = None,
                          lookups: str = "typed", search_scope: str = "property",
                          inline_filters: bool = False, answer_first: bool = False,
-                         path_probes: bool = False) -> list[list[dict[str, str]]]:
+                         path_probes: bool = False, set_recall: bool = False) -> list[list[dict[str, str]]]:
     """The guided turn as the CPU recipe teaches it, one conversation per action: the turn prompt (from
     ``env.reset``); for each name the user typed in a form the graph does not store (a typo, part of the name,
     other case: ``Turn.typed_names``), ``SEARCH_VALUES`` with that text, answered by the environment's real
@@ -462,15 +475,24 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
     answer walks from a named node and an action is left before it (guided turns have three), first the path
     probe (``path_probe``: EXECUTE_CYPHER, answered by its real result), and the answer written as its row
     reads (``probed_answer``), kept only where the probe shows the gold's types and the judge scores that
-    answer EX 1 against the gold; otherwise the turn goes without."""
+    answer EX 1 against the gold; otherwise the turn goes without. ``set_recall``: a turn that builds on an
+    earlier set (``Session.set_turn``) first runs again the answer that built it, EXECUTE_CYPHER in the answer's
+    form, answered by its real result, where its lookups leave an action for it (``recall_action``)."""
     messages = turn_prompt(env, row)
     names = turn.typed_names
+    if (lookups != "typed" or set_recall) and session is None:
+        raise RecipeError("lookups other than 'typed' and set_recall need the turn's session")
     if lookups != "typed":
-        if session is None:
-            raise RecipeError(f"lookups {lookups!r} needs the turn's session")
         question = messages[-1]["content"].rsplit(CURRENT_QUESTION, 1)[-1]  # not the conversation before it
         names = names_to_look_up(session, turn.index, question, lookups, prompt=messages[-1]["content"])
     out = []
+    recall = recall_action(session, turn.index, inline_filters, answer_first) if set_recall else None
+    if recall is not None and len(names[:MAX_SEARCHES]) + 2 <= GUIDED_CAP:  # the recall and the answer fit
+        out.append(messages + [{"role": "assistant", "content": recall}])
+        observation = env.execute_cypher(recall.split(" ", 1)[1])
+        if not observation.startswith("[Query Result]"):  # a gold that ran when built: the database failed it
+            raise InvariantError(f"the recall of {row['session']} turn {row['turn']} did not run: {observation[:200]}")
+        messages = messages + [{"role": "assistant", "content": recall}, {"role": "user", "content": observation}]
     for typed in names[:MAX_SEARCHES]:
         action, arguments = search_action(typed, search_scope)
         observation = env.search_values(**arguments)
@@ -531,7 +553,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
                  turns: Iterable[int] | None = None, max_chain_depth: int | None = None, chat_tools: bool = True,
                  env_timeout: float = 30.0, progress: bool = False, lookups: str = "typed",
                  search_scope: str = "property", inline_filters: bool = False, answer_first: bool = False,
-                 path_probes: bool = False) -> list[dict[str, Any]]:
+                 path_probes: bool = False, set_recall: bool = False) -> list[dict[str, Any]]:
     """SFT rows ``{"messages", "tools", "format", "session", "world", "turn"}`` for every turn of ``sessions`` (or
     those ``turns`` and ``max_chain_depth`` keep: ``make_training_rows``) in each format (module docstring):
     ``guided_tools`` / ``agentic_tools``, the oracle's tool-call conversation in that protocol; ``paper``, the
@@ -541,7 +563,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
     gives several rows; ``lookups="new_names"``: also before each name the question says for the first time,
     ``names_to_look_up``; ``inline_filters``: string tests written in the node pattern, ``inline_string_filters``;
     ``answer_first``: anchored paths written from the answer node, ``answer_first_paths``; ``path_probes``: a path
-    probe before an answer that walks from a named node, ``path_probe``).
+    probe before an answer that walks from a named node, ``path_probe``; ``set_recall``: the answer that built the
+    set a follow-up builds on, run again before it, ``recall_action``).
     ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
@@ -563,7 +586,8 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
             if fmt == "guided_action":
                 conversations = action_conversations(env, row, turn, session=by_id[row["session"]], lookups=lookups,
                                                      search_scope=search_scope, inline_filters=inline_filters,
-                                                     answer_first=answer_first, path_probes=path_probes)
+                                                     answer_first=answer_first, path_probes=path_probes,
+                                                     set_recall=set_recall)
             elif fmt == "paper":
                 conversations = [paper_conversation(env, row, turn)]
             else:

@@ -293,7 +293,8 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
                             chat_tools=chat_format == "tools", env_timeout=args.env_timeout,
                             progress=state.is_main_process, lookups=args.lookups,
                             search_scope=args.search_scope, inline_filters=args.inline_filters,
-                            answer_first=args.answer_first, path_probes=args.path_probes)
+                            answer_first=args.answer_first, path_probes=args.path_probes,
+                            set_recall=args.set_recall)
     everything = examples
     examples = (_take_sessions if args.share_prefixes else _take)(examples, args, training_args.seed)
     openings = _other_openings(everything, examples) if args.all_openings else []
@@ -335,7 +336,7 @@ def run_sft(args: CypherTurnSFTArguments, training_args, model_args) -> Path:
                  renamed=sum("renaming" in e for e in examples + openings) if args.rename_schema else None,
                  lookups=args.lookups, search_scope=args.search_scope,
                  inline_filters=args.inline_filters, answer_first=args.answer_first,
-                 path_probes=args.path_probes, share_prefixes=packing_info)
+                 path_probes=args.path_probes, set_recall=args.set_recall, share_prefixes=packing_info)
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config, **extra,
                          callbacks=[CheckpointMarkerCallback(info), ParameterDigestCallback()])
