@@ -215,16 +215,8 @@ class Session:
         was (DESIGN §5), so a turn that builds on an aggregation builds on that turn's own set: "how many of
         those?" after "which of those are critical?" after an opening is depth 2, and so is the turn after it
         that narrows the critical ones again."""
-        def set_depth(i: int) -> int:
-            turn = self.turns[i]
-            if not turn.chain_dependent or turn.depends_on is None:
-                return 0
-            return set_depth(turn.depends_on) + (0 if turn.chain_mode in AGGREGATION_MODES else 1)
-
-        turn = self.turns[index]
-        if not turn.chain_dependent or turn.depends_on is None:
-            return 0
-        return set_depth(turn.depends_on) + 1
+        source = self.set_turn(index)
+        return 0 if source is None else self.chain_depth(source) + 1
 
     def set_turn(self, index: int) -> int | None:
         """The earlier turn whose result is the set turn ``index`` builds on: None for an opening or a topic shift;

@@ -94,7 +94,7 @@ class CypherTurnSFTArguments(CypherTurnDataArguments):
     set_recall: bool = field(default=False, metadata={
         "help": "guided_action: a turn that builds on an earlier set (a follow-up; Session.set_turn) first runs "
                 "again, EXECUTE_CYPHER, the answer that built that set, answered by its real result, then answers "
-                "by taking that query one step further (training/data.py recall_action). Left out where the "
+                "by taking that query one step further (training/data.py recall_query). Left out where the "
                 "turn's lookups take the actions it needs"})
     share_prefixes: bool = field(default=False, metadata={
         "help": "train each session's turns as one prefix-tree row (training/packing.py): the prompt they share "

@@ -352,30 +352,33 @@ def probed_answer(cypher: str) -> str:
     return "\n".join(["MATCH " + "".join(out)] + rest)
 
 
-def action_response(turn, inline_filters: bool = False, answer_first: bool = False, probed: bool = False) -> str:
-    """The guided turn answered with the action alone, in the environment's plain grammar:
-    ``SUBMIT_ANSWER <gold>``, its variables numbered by first appearance (``canonical_variables``), with
-    ``inline_filters`` its string tests written in the node pattern (``inline_string_filters``) and with
-    ``answer_first`` its anchored paths written from the answer node (``answer_first_paths``), with ``probed``
-    its first path as a path probe's row reads (``probed_answer``). About half
-    the paper response's tokens, and one action per turn to score."""
+def answer_query(turn, inline_filters: bool = False, answer_first: bool = False, probed: bool = False) -> str:
+    """The turn's gold as the recipe answers it: its variables numbered by first appearance
+    (``canonical_variables``), with ``inline_filters`` its string tests written in the node pattern
+    (``inline_string_filters``) and with ``answer_first`` its anchored paths written from the answer node
+    (``answer_first_paths``), with ``probed`` its first path as a path probe's row reads (``probed_answer``)."""
     gold = inline_string_filters(turn.gold_cypher) if inline_filters else turn.gold_cypher
     gold = answer_first_paths(gold) if answer_first else gold
     gold = probed_answer(gold) if probed else gold
-    return f"SUBMIT_ANSWER {canonical_variables(gold)}"
+    return canonical_variables(gold)
 
 
-def recall_action(session: Session, index: int, inline_filters: bool = False, answer_first: bool = False
-                  ) -> str | None:
-    """``EXECUTE_CYPHER <query>``: the answer of the turn whose set turn ``index`` builds on
-    (``Session.set_turn``), in the form ``action_response`` teaches; None for an opening or a topic shift.
-    A small model that answers a follow-up writes the earlier set again and leaves the new step out (runs/demo30:
-    1 of 33 first follow-ups right); run first, the earlier answer stands in the turn as a query that the
-    answer then takes one step further, and its rows show the set the user means."""
+def action_response(turn, inline_filters: bool = False, answer_first: bool = False, probed: bool = False) -> str:
+    """The guided turn answered with the action alone, in the environment's plain grammar:
+    ``SUBMIT_ANSWER <gold>``, the gold in the form ``answer_query`` writes. About half the paper response's
+    tokens, and one action per turn to score."""
+    return f"SUBMIT_ANSWER {answer_query(turn, inline_filters, answer_first, probed)}"
+
+
+def recall_query(session: Session, index: int, inline_filters: bool = False, answer_first: bool = False
+                 ) -> str | None:
+    """The answer (``answer_query``) of the turn whose set turn ``index`` builds on (``Session.set_turn``);
+    None for an opening or a topic shift. A small model that answers a follow-up writes the earlier set again
+    and leaves the new step out (runs/demo30: 1 of 33 first follow-ups right); run first, as EXECUTE_CYPHER, the
+    earlier answer stands in the turn as a query that the answer then takes one step further, and its rows show
+    the set the user means."""
     source = session.set_turn(index)
-    if source is None:
-        return None
-    return "EXECUTE_CYPHER " + action_response(session.turns[source], inline_filters, answer_first).split(" ", 1)[1]
+    return None if source is None else answer_query(session.turns[source], inline_filters, answer_first)
 
 
 # guided turns have 3 actions: at most this many go to value lookups, one stays for the answer
@@ -477,7 +480,7 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
     reads (``probed_answer``), kept only where the probe shows the gold's types and the judge scores that
     answer EX 1 against the gold; otherwise the turn goes without. ``set_recall``: a turn that builds on an
     earlier set (``Session.set_turn``) first runs again the answer that built it, EXECUTE_CYPHER in the answer's
-    form, answered by its real result, where its lookups leave an action for it (``recall_action``)."""
+    form, answered by its real result, where its lookups leave an action for it (``recall_query``)."""
     messages = turn_prompt(env, row)
     names = turn.typed_names
     if (lookups != "typed" or set_recall) and session is None:
@@ -486,13 +489,14 @@ def action_conversations(env: CypherTurnToolEnv, row: dict[str, Any], turn, *, s
         question = messages[-1]["content"].rsplit(CURRENT_QUESTION, 1)[-1]  # not the conversation before it
         names = names_to_look_up(session, turn.index, question, lookups, prompt=messages[-1]["content"])
     out = []
-    recall = recall_action(session, turn.index, inline_filters, answer_first) if set_recall else None
+    recall = recall_query(session, turn.index, inline_filters, answer_first) if set_recall else None
     if recall is not None and len(names[:MAX_SEARCHES]) + 2 <= GUIDED_CAP:  # the recall and the answer fit
-        out.append(messages + [{"role": "assistant", "content": recall}])
-        observation = env.execute_cypher(recall.split(" ", 1)[1])
+        action = {"role": "assistant", "content": f"EXECUTE_CYPHER {recall}"}
+        out.append(messages + [action])
+        observation = env.execute_cypher(recall)
         if not observation.startswith("[Query Result]"):  # a gold that ran when built: the database failed it
             raise InvariantError(f"the recall of {row['session']} turn {row['turn']} did not run: {observation[:200]}")
-        messages = messages + [{"role": "assistant", "content": recall}, {"role": "user", "content": observation}]
+        messages = messages + [action, {"role": "user", "content": observation}]
     for typed in names[:MAX_SEARCHES]:
         action, arguments = search_action(typed, search_scope)
         observation = env.search_values(**arguments)
@@ -564,7 +568,7 @@ def sft_examples(sessions: list[Session], formats: Iterable[str] = ("guided_tool
     ``names_to_look_up``; ``inline_filters``: string tests written in the node pattern, ``inline_string_filters``;
     ``answer_first``: anchored paths written from the answer node, ``answer_first_paths``; ``path_probes``: a path
     probe before an answer that walks from a named node, ``path_probe``; ``set_recall``: the answer that built the
-    set a follow-up builds on, run again before it, ``recall_action``).
+    set a follow-up builds on, run again before it, ``recall_query``).
     ``tools`` (a JSON string, what TRL's SFTTrainer reads) declares the five tools when ``chat_tools``,
     as GRPO's ``environment_factory`` and the evaluator's ``tools`` chat format do; else ``None``."""
     from tqdm import tqdm
